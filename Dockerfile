@@ -1,0 +1,48 @@
+# syntax=docker/dockerfile:1
+
+# Switchyard image: build with the full toolchain, run with production
+# dependencies only, as the unprivileged `node` user.
+#
+#   docker build -t switchyard .
+#   docker run --rm -p 8080:8080 -e GATEWAY_API_KEY=change-me switchyard
+#
+# With no GATEWAY_CONFIG the embedded demo config (the `mock` provider) is
+# served; mount a YAML file and set GATEWAY_CONFIG to use your own.
+
+ARG NODE_IMAGE=node:20-bookworm-slim
+
+# ---- build: compile TypeScript to dist/ -------------------------------------
+FROM ${NODE_IMAGE} AS build
+WORKDIR /app
+
+# Dependencies first, so source edits reuse this layer.
+COPY package.json package-lock.json ./
+RUN --mount=type=cache,target=/root/.npm npm ci --no-audit --no-fund
+
+COPY . .
+RUN npm run build
+
+# ---- runtime ----------------------------------------------------------------
+FROM ${NODE_IMAGE} AS runtime
+WORKDIR /app
+
+ENV NODE_ENV=production PORT=8080 HOST=0.0.0.0
+
+COPY package.json package-lock.json ./
+RUN --mount=type=cache,target=/root/.npm npm ci --omit=dev --no-audit --no-fund
+
+# Files stay owned by root: the process reads them but cannot change them.
+COPY --from=build /app/dist ./dist
+# The contract file, beside package.json as in the repository.
+COPY openapi.yaml ./
+
+USER node
+EXPOSE 8080
+STOPSIGNAL SIGTERM
+
+# Liveness only (runs no checks): an unready gateway (no provider
+# credentials) is still a healthy container. No curl in the slim image.
+HEALTHCHECK --interval=15s --timeout=3s --start-period=10s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||8080)+'/health/live').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+
+CMD ["node", "dist/src/main.js"]

@@ -1,0 +1,80 @@
+/**
+ * A MessagePort that speaks frames. Frames sent in the same turn of the
+ * event loop are batched into one postMessage (one wake-up of the other
+ * thread instead of many); their metadata is one msgpackr record list and
+ * their payloads are transferred, not copied.
+ *
+ * Wire shape of one posted message: `[meta, ...payloads]`, where `meta`
+ * packs `[frame, payloadIndex, frame, payloadIndex, …]` and payloadIndex is
+ * the position in `payloads` or -1.
+ */
+import type { MessagePort } from 'node:worker_threads';
+import { Packr } from 'msgpackr';
+
+const packr = new Packr({ useRecords: false, moreTypes: false });
+
+export type FrameHandler<F> = (frame: F, payload: Uint8Array | undefined) => void;
+
+export class FramePort<In, Out> {
+  readonly #port: MessagePort;
+  #metas: unknown[] = [];
+  #payloads: Uint8Array[] = [];
+  #scheduled = false;
+  #closed = false;
+
+  constructor(port: MessagePort, onFrame: FrameHandler<In>) {
+    this.#port = port;
+    port.on('message', (message: Uint8Array[]) => {
+      const [meta, ...payloads] = message;
+      const list = packr.unpack(meta as Uint8Array) as unknown[];
+      for (let i = 0; i < list.length; i += 2) {
+        const index = list[i + 1] as number;
+        onFrame(list[i] as In, index >= 0 ? payloads[index] : undefined);
+      }
+    });
+  }
+
+  /** Queues a frame; the payload's buffer is handed over and must not be used again by the sender. */
+  send(frame: Out, payload?: Uint8Array): void {
+    if (this.#closed) return;
+    let index = -1;
+    if (payload !== undefined) {
+      index = this.#payloads.length;
+      this.#payloads.push(ownsItsBuffer(payload) ? payload : payload.slice());
+    }
+    this.#metas.push(frame, index);
+    if (!this.#scheduled) {
+      this.#scheduled = true;
+      setImmediate(this.#flush);
+    }
+  }
+
+  readonly #flush = (): void => {
+    this.#scheduled = false;
+    if (this.#closed || this.#metas.length === 0) return;
+    // pack() returns a view into msgpackr's shared buffer: copy it out so the transfer owns it.
+    const meta = new Uint8Array(packr.pack(this.#metas));
+    const payloads = this.#payloads;
+    this.#metas = [];
+    this.#payloads = [];
+    const transfer = [meta.buffer as ArrayBuffer, ...payloads.map((p) => p.buffer as ArrayBuffer)];
+    this.#port.postMessage([meta, ...payloads], transfer);
+  };
+
+  /** Lets the thread exit while the port is open (the pool owns the lifetime). */
+  unref(): void {
+    this.#port.unref();
+  }
+
+  close(): void {
+    if (this.#closed) return;
+    this.#flush();
+    this.#closed = true;
+    this.#port.close();
+  }
+}
+
+/** True when the view spans its whole ArrayBuffer, so transferring it moves exactly these bytes. */
+function ownsItsBuffer(view: Uint8Array): boolean {
+  return view.byteOffset === 0 && view.byteLength === view.buffer.byteLength && view.buffer instanceof ArrayBuffer;
+}

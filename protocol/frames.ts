@@ -1,0 +1,106 @@
+/**
+ * The thread protocol: every message between the front thread and a provider
+ * worker. Frames are small metadata records (msgpackr-encoded, see codec.ts);
+ * bodies and chunks travel beside them as transferred byte buffers, so
+ * bytes cross the thread boundary once and are moved, not copied.
+ *
+ * A request's life, front → worker → front:
+ *
+ *   call ──▶ reply                                  (non-streamed answer or pass-through 4xx)
+ *   call ──▶ head ─▶ data* ─▶ end | fail            (SSE stream)
+ *   call ──▶ fail                                   (error before any byte)
+ *   cancel / pause / resume ──▶ (no answer)         (client left, client slow, client drained)
+ *
+ * Bump PROTOCOL_VERSION on any incompatible change; both sides check it at attach.
+ */
+import type { ErrorCode } from '../src/errors.js';
+import type { MessagePort } from 'node:worker_threads';
+import type { RoutingConfig } from './config.js';
+
+export const PROTOCOL_VERSION = 1;
+
+/** The provider operations a worker serves. */
+export type Operation = 'chat' | 'embeddings';
+
+/** Token counts from a provider's `usage`, when it sent one. */
+export interface Usage {
+  readonly prompt: number;
+  readonly completion: number;
+}
+
+/** Labels the front uses for metrics and logs; bounded: configured aliases and provider names only. */
+export interface RouteLabels {
+  /** The configured alias or `<provider>/*` for a route-rule match; `unrouted` before routing. */
+  readonly model: string;
+  readonly provider: string;
+}
+
+// ── front → worker ────────────────────────────────────────────────────────
+
+/** Start a provider call; the request body travels as the frame's payload. */
+export interface CallFrame {
+  readonly t: 'call';
+  readonly id: number;
+  readonly op: Operation;
+  readonly requestId: string;
+}
+export interface CancelFrame { readonly t: 'cancel'; readonly id: number }
+export interface PauseFrame { readonly t: 'pause'; readonly id: number }
+export interface ResumeFrame { readonly t: 'resume'; readonly id: number }
+/** Swap the routing config whole; calls already running keep the one they started with. */
+export interface ConfigFrame { readonly t: 'config'; readonly routing: RoutingConfig }
+export interface PingFrame { readonly t: 'ping'; readonly id: number }
+
+export type ToWorker = CallFrame | CancelFrame | PauseFrame | ResumeFrame | ConfigFrame | PingFrame;
+
+// ── worker → front ────────────────────────────────────────────────────────
+
+/** Flat `[name, value, name, value, …]` list of headers the front may return (already allowlisted). */
+export type HeaderList = readonly string[];
+
+/** A whole answer; the body is the payload. */
+export interface ReplyFrame {
+  readonly t: 'reply';
+  readonly id: number;
+  readonly status: number;
+  readonly contentType: string;
+  readonly headers: HeaderList;
+  readonly labels: RouteLabels;
+  readonly usage: Usage | null;
+  readonly upstreamMs: number;
+}
+/** The upstream answered 200 to a stream: the front sends its status line and headers. */
+export interface HeadFrame {
+  readonly t: 'head';
+  readonly id: number;
+  readonly headers: HeaderList;
+  readonly labels: RouteLabels;
+}
+/** One or more whole SSE events, ready to write; the bytes are the payload. */
+export interface DataFrame { readonly t: 'data'; readonly id: number }
+/** The stream finished well. */
+export interface EndFrame {
+  readonly t: 'end';
+  readonly id: number;
+  readonly usage: Usage | null;
+  readonly upstreamMs: number;
+}
+/** The call failed: before a head, the front answers with the error; after it, with one SSE error event. */
+export interface FailFrame {
+  readonly t: 'fail';
+  readonly id: number;
+  readonly code: ErrorCode;
+  readonly message: string;
+  /** Known once routing has happened. */
+  readonly labels: RouteLabels | null;
+}
+export interface PongFrame { readonly t: 'pong'; readonly id: number }
+
+export type FromWorker = ReplyFrame | HeadFrame | DataFrame | EndFrame | FailFrame | PongFrame;
+
+/** The data a front thread hands a worker when it attaches to it (a piscina task). */
+export interface AttachTask {
+  readonly protocol: number;
+  readonly port: MessagePort;
+  readonly routing: RoutingConfig;
+}

@@ -1,0 +1,199 @@
+/**
+ * Config loading: YAML file (or the embedded demo) → zod validation →
+ * environment overrides → one frozen `GatewayConfig`. Precedence: defaults <
+ * file < environment (CONTRACT.md, Environment).
+ */
+import { readFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { availableParallelism } from 'node:os';
+import { parse as parseYaml, YAMLParseError } from 'yaml';
+import { z } from 'zod';
+import type { AliasRoute, RoutingConfig, RuleRoute, Timeouts, MockSettings } from '../../protocol/config.js';
+import { PROVIDER_INFO, isProviderName, type ProviderName } from '../../protocol/providers.js';
+import { configFileSchema, unsupportedKeys, type ParamsInput } from './schema.js';
+import { DEMO_CONFIG_YAML } from './demo.js';
+
+export const DEFAULTS = {
+  host: '0.0.0.0',
+  port: 8080,
+  maxRequestBodyBytes: 8 * 1024 * 1024,
+  maxResponseBodyBytes: 64 * 1024 * 1024,
+  streamKeepaliveMs: 15_000,
+  logLevel: 'info',
+  timeouts: { connectMs: 10_000, headersMs: 600_000, idleMs: 600_000, totalMs: 600_000 },
+  mock: { latencyMs: 0, streamChunks: 8, chunkIntervalMs: 0, embeddingDimensions: 16 },
+} as const;
+
+export interface GatewayConfig {
+  /** The file path, or `embedded demo config`. */
+  readonly source: string;
+  readonly host: string;
+  readonly port: number;
+  readonly workers: number;
+  readonly maxRequestBodyBytes: number;
+  readonly streamKeepaliveMs: number;
+  readonly logLevel: string;
+  /** Accepted bearer tokens. */
+  readonly apiKeys: readonly string[];
+  /** True when no key was configured and one was made at start (it is logged once). */
+  readonly apiKeyGenerated: boolean;
+  readonly routing: RoutingConfig;
+  /** One line per config key we read but do not support. */
+  readonly warnings: readonly string[];
+}
+
+/** A config that cannot be used; the message names the file, the path inside it and the problem. */
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+const envSchema = z.object({
+  PORT: z.coerce.number().int().min(0).max(65_535).optional(),
+  HOST: z.string().min(1).optional(),
+  GATEWAY_WORKERS: z.coerce.number().int().positive().max(256).optional(),
+  GATEWAY_MAX_BODY_BYTES: z.coerce.number().int().positive().optional(),
+  GATEWAY_MAX_RESPONSE_BYTES: z.coerce.number().int().positive().optional(),
+  LOG_LEVEL: z.enum(LOG_LEVELS).optional(),
+  GATEWAY_API_KEY: z.string().optional(),
+  GATEWAY_API_KEYS: z.string().optional(),
+});
+
+type Env = Record<string, string | undefined>;
+
+export function loadConfig(env: Env = process.env, version = 1): GatewayConfig {
+  const path = env.GATEWAY_CONFIG;
+  const source = path ?? 'embedded demo config';
+  let text: string;
+  if (path === undefined || path === '') text = DEMO_CONFIG_YAML;
+  else {
+    try {
+      text = readFileSync(path, 'utf8');
+    } catch (err) {
+      throw new ConfigError(`${path}: cannot read the config file: ${(err as Error).message}`);
+    }
+  }
+  return parseConfig(text, source, env, version);
+}
+
+/** Validates a config text; `source` names it in every message. */
+export function parseConfig(text: string, source: string, env: Env = process.env, version = 1): GatewayConfig {
+  let raw: unknown;
+  try {
+    raw = parseYaml(text, { prettyErrors: true }) ?? {};
+  } catch (err) {
+    const detail = err instanceof YAMLParseError ? err.message.split('\n')[0] : String(err);
+    throw new ConfigError(`${source}: not valid YAML: ${detail}`);
+  }
+  const parsed = configFileSchema.safeParse(raw);
+  if (!parsed.success) throw new ConfigError(`${source}: ${describeIssues(parsed.error)}`);
+  const file = parsed.data;
+
+  const envParsed = envSchema.safeParse(pickDefined(env, Object.keys(envSchema.shape)));
+  if (!envParsed.success) throw new ConfigError(`environment: ${describeIssues(envParsed.error)}`);
+  const e = envParsed.data;
+
+  const warnings = unsupportedKeys(file).map((key) => `${source}: "${key}" is not supported by Switchyard and is ignored`);
+  const maxResponseBodyBytes = e.GATEWAY_MAX_RESPONSE_BYTES ?? file.limits?.max_response_body_bytes ?? DEFAULTS.maxResponseBodyBytes;
+
+  const aliases: AliasRoute[] = file.model_list.map((entry, i) => {
+    const params = entry.params ?? entry.litellm_params;
+    const at = `model_list[${i}]`;
+    if (!params) throw new ConfigError(`${source}: ${at}: needs "params" (or "litellm_params") with a "model"`);
+    const slash = params.model.indexOf('/');
+    const provider = params.model.slice(0, slash);
+    if (!isProviderName(provider)) throw new ConfigError(`${source}: ${at}.params.model: unknown provider "${provider}" (known: ${Object.keys(PROVIDER_INFO).join(', ')})`);
+    return Object.freeze({ alias: entry.model_name, upstreamModel: params.model.slice(slash + 1), ...resolveUpstream(provider, params, env) });
+  });
+
+  const rules: RuleRoute[] = file.route_rules.map((rule, i) => {
+    if (!isProviderName(rule.provider)) throw new ConfigError(`${source}: route_rules[${i}].provider: unknown provider "${rule.provider}" (known: ${Object.keys(PROVIDER_INFO).join(', ')})`);
+    return Object.freeze({ patterns: Object.freeze([...rule.models]), ...resolveUpstream(rule.provider, rule.params ?? {}, env) });
+  });
+
+  const explicitKeys = [e.GATEWAY_API_KEY, ...(e.GATEWAY_API_KEYS ?? '').split(',')].map((k) => k?.trim() ?? '').filter((k) => k.length > 0);
+  const apiKeyGenerated = explicitKeys.length === 0;
+  const apiKeys = apiKeyGenerated ? [`sy-${randomBytes(24).toString('base64url')}`] : [...new Set(explicitKeys)];
+
+  return Object.freeze({
+    source,
+    host: e.HOST ?? file.server?.host ?? DEFAULTS.host,
+    port: e.PORT ?? file.server?.port ?? DEFAULTS.port,
+    workers: e.GATEWAY_WORKERS ?? file.server?.workers ?? availableParallelism(),
+    maxRequestBodyBytes: e.GATEWAY_MAX_BODY_BYTES ?? file.limits?.max_request_body_bytes ?? DEFAULTS.maxRequestBodyBytes,
+    streamKeepaliveMs: file.server?.stream_keepalive_interval !== undefined ? file.server.stream_keepalive_interval * 1000 : DEFAULTS.streamKeepaliveMs,
+    logLevel: e.LOG_LEVEL ?? DEFAULTS.logLevel,
+    apiKeys: Object.freeze(apiKeys),
+    apiKeyGenerated,
+    routing: Object.freeze({ version, aliases: Object.freeze(aliases), rules: Object.freeze(rules), maxResponseBodyBytes }),
+    warnings: Object.freeze(warnings),
+  });
+}
+
+function resolveUpstream(provider: ProviderName, params: Partial<ParamsInput>, env: Env): Omit<AliasRoute, 'alias' | 'upstreamModel'> {
+  const info = PROVIDER_INFO[provider];
+  const key = resolveKey(params.api_key, env);
+  const credentials = !info.needsKey ? 'not_required' : key.value ? 'present' : 'missing';
+  const apiBase = info.defaultApiBase === null ? null : (params.api_base ?? info.defaultApiBase).replace(/\/+$/, '');
+  return {
+    provider,
+    apiBase,
+    apiKey: key.value,
+    credentials,
+    credentialsSource: key.source,
+    timeouts: resolveTimeouts(params),
+    mock: resolveMock(params),
+  };
+}
+
+const ENV_REF = 'os.environ/';
+
+function resolveKey(apiKey: string | undefined, env: Env): { value: string | null; source: string | null } {
+  if (apiKey === undefined) return { value: null, source: null };
+  if (apiKey.startsWith(ENV_REF)) {
+    const name = apiKey.slice(ENV_REF.length);
+    const value = env[name];
+    return { value: value ? value : null, source: name };
+  }
+  return { value: apiKey, source: 'literal' };
+}
+
+function resolveTimeouts(params: Partial<ParamsInput>): Timeouts {
+  const ms = (s: number | undefined, fallback: number) => (s === undefined ? fallback : Math.round(s * 1000));
+  const totalMs = ms(params.timeout, DEFAULTS.timeouts.totalMs);
+  return Object.freeze({
+    connectMs: ms(params.connect_timeout, Math.min(DEFAULTS.timeouts.connectMs, totalMs)),
+    headersMs: ms(params.headers_timeout, totalMs),
+    idleMs: ms(params.idle_timeout, totalMs),
+    totalMs,
+  });
+}
+
+function resolveMock(params: Partial<ParamsInput>): MockSettings {
+  return Object.freeze({
+    latencyMs: params.mock_latency_ms ?? DEFAULTS.mock.latencyMs,
+    streamChunks: params.mock_stream_chunks ?? DEFAULTS.mock.streamChunks,
+    chunkIntervalMs: params.mock_chunk_interval_ms ?? DEFAULTS.mock.chunkIntervalMs,
+    embeddingDimensions: params.mock_embedding_dimensions ?? DEFAULTS.mock.embeddingDimensions,
+  });
+}
+
+function pickDefined(env: Env, keys: string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const key of keys) {
+    const value = env[key];
+    if (value !== undefined && value !== '') out[key] = value;
+  }
+  return out;
+}
+
+/** zod issues as `path.inside.file: problem; …`. */
+function describeIssues(error: z.ZodError): string {
+  return error.issues
+    .map((issue) => {
+      const path = issue.path.map((p, i) => (typeof p === 'number' ? `[${p}]` : `${i ? '.' : ''}${String(p)}`)).join('');
+      return `${path || '(top level)'}: ${issue.message}`;
+    })
+    .join('; ');
+}

@@ -1,0 +1,88 @@
+/**
+ * The config file format of CONTRACT.md, as zod schemas. Defaults live here
+ * and nowhere else. Objects are loose on purpose: a LiteLLM config.yaml must
+ * load as it is, so keys we do not support are collected by
+ * `unsupportedKeys()` and reported as one warning each instead of failing.
+ */
+import { z } from 'zod';
+
+const seconds = z.number().positive().finite();
+
+/** The keys of a model's params that Switchyard understands. */
+export const paramsSchema = z.looseObject({
+  /** `<provider>/<upstream model id>`. */
+  model: z.string().regex(/^[a-z0-9_-]+\/.+$/, 'must be "<provider>/<upstream model id>", e.g. "openai/gpt-4o-mini"'),
+  api_base: z.url({ protocol: /^https?$/ }).optional(),
+  /** A literal key or `os.environ/NAME`. */
+  api_key: z.string().min(1).optional(),
+  /** Whole-request timeout, seconds. */
+  timeout: seconds.optional(),
+  connect_timeout: seconds.optional(),
+  /** Time allowed until the provider's response headers arrive. */
+  headers_timeout: seconds.optional(),
+  /** Longest gap between two chunks of the response body (streams included). */
+  idle_timeout: seconds.optional(),
+  // mock provider knobs, so demos and load tests can model a real provider
+  mock_latency_ms: z.number().int().nonnegative().optional(),
+  mock_stream_chunks: z.number().int().positive().max(100_000).optional(),
+  mock_chunk_interval_ms: z.number().int().nonnegative().optional(),
+  mock_embedding_dimensions: z.number().int().positive().max(65_536).optional(),
+});
+
+const modelEntrySchema = z.looseObject({
+  model_name: z.string().min(1).max(256),
+  params: paramsSchema.optional(),
+  litellm_params: paramsSchema.optional(),
+});
+
+const routeRuleSchema = z.looseObject({
+  provider: z.string().regex(/^[a-z0-9_-]+$/, 'must be a provider name such as "openai"'),
+  models: z.array(z.string().min(1)).min(1).default(['*']),
+  params: paramsSchema.omit({ model: true }).optional(),
+});
+
+const limitsSchema = z.looseObject({
+  max_request_body_bytes: z.number().int().positive().optional(),
+  max_response_body_bytes: z.number().int().positive().optional(),
+});
+
+const serverSchema = z.looseObject({
+  host: z.string().min(1).optional(),
+  port: z.number().int().min(0).max(65_535).optional(),
+  workers: z.number().int().positive().max(256).optional(),
+  /** Seconds between `: keepalive` comments on a stream that carries no chunk. */
+  stream_keepalive_interval: seconds.optional(),
+});
+
+export const configFileSchema = z.looseObject({
+  model_list: z.array(modelEntrySchema).default([]),
+  route_rules: z.array(routeRuleSchema).default([]),
+  limits: limitsSchema.optional(),
+  server: serverSchema.optional(),
+});
+
+export type ConfigFile = z.infer<typeof configFileSchema>;
+export type ParamsInput = z.infer<typeof paramsSchema>;
+
+/** Keys a LiteLLM config may carry that Switchyard ignores; each found one is warned about by name. */
+export function unsupportedKeys(file: ConfigFile): string[] {
+  const found: string[] = [];
+  const extra = (value: object, known: readonly string[], path: string) => {
+    for (const key of Object.keys(value)) if (!known.includes(key)) found.push(`${path}${key}`);
+  };
+  const paramKeys = Object.keys(paramsSchema.shape);
+  extra(file, Object.keys(configFileSchema.shape), '');
+  file.model_list.forEach((entry, i) => {
+    extra(entry, Object.keys(modelEntrySchema.shape), `model_list[${i}].`);
+    const params = entry.params ?? entry.litellm_params;
+    const key = entry.params ? 'params' : 'litellm_params';
+    if (params) extra(params, paramKeys, `model_list[${i}].${key}.`);
+  });
+  file.route_rules.forEach((rule, i) => {
+    extra(rule, Object.keys(routeRuleSchema.shape), `route_rules[${i}].`);
+    if (rule.params) extra(rule.params, paramKeys, `route_rules[${i}].params.`);
+  });
+  if (file.limits) extra(file.limits, Object.keys(limitsSchema.shape), 'limits.');
+  if (file.server) extra(file.server, Object.keys(serverSchema.shape), 'server.');
+  return found;
+}

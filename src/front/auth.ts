@@ -1,0 +1,31 @@
+/**
+ * Bearer-token check for protected routes (spec 000, Authentication). Keys
+ * are compared as SHA-256 digests with timingSafeEqual, against every
+ * accepted key without stopping early, so neither the length nor the
+ * content of a key leaks through timing. Several keys allow rotation.
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+
+export class BearerAuth {
+  readonly #digests: Buffer[];
+
+  constructor(keys: readonly string[]) {
+    if (keys.length === 0) throw new Error('BearerAuth needs at least one key');
+    this.#digests = keys.map(digest);
+  }
+
+  /** `header` is the raw Authorization header value ('' when absent). */
+  accepts(header: string): boolean {
+    if (header.length < 8 || header.length > 4096) return false;
+    const scheme = header.slice(0, 7);
+    if (scheme.toLowerCase() !== 'bearer ') return false;
+    const presented = digest(header.slice(7).trim());
+    let ok = false;
+    for (const key of this.#digests) ok = timingSafeEqual(key, presented) || ok;
+    return ok;
+  }
+}
+
+function digest(value: string): Buffer {
+  return createHash('sha256').update(value).digest();
+}

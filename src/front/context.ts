@@ -1,0 +1,20 @@
+/** Everything a route handler reaches for, built once by src/gateway.ts. */
+import type { Logger } from 'pino';
+import type { GatewayConfig } from '../config/load.js';
+import type { Metrics } from '../metrics/registry.js';
+import type { Counters } from '../supervisor/counters.js';
+import type { WorkerPool } from '../supervisor/worker-pool.js';
+import type { BearerAuth } from './auth.js';
+import type { StreamKeepalive } from './keepalive.js';
+
+export interface FrontContext {
+  /** Swapped whole on reload; handlers read it per request. */
+  config: GatewayConfig;
+  readonly auth: BearerAuth;
+  readonly pool: WorkerPool;
+  readonly metrics: Metrics;
+  readonly counters: Counters;
+  readonly log: Logger;
+  readonly keepalive: StreamKeepalive;
+  readonly uwsNative: boolean;
+}

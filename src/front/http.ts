@@ -1,0 +1,64 @@
+/**
+ * Writing responses on uWS: status lines, the headers every response
+ * carries (`Server`, `X-Request-ID`), JSON and error bodies. Every write
+ * goes through `cork` so status, headers and body leave in one syscall.
+ */
+import { STATUS_CODES } from 'node:http';
+import type { HttpResponse } from 'uWebSockets.js';
+import { errorBody, errorStatus, type ErrorCode } from '../errors.js';
+import { SERVER_HEADER } from '../version.js';
+
+const statusLines = new Map<number, string>();
+
+/** `404` → `404 Not Found`, cached: uWS wants the whole status line. */
+export function statusLine(status: number): string {
+  let line = statusLines.get(status);
+  if (line === undefined) {
+    line = `${status} ${STATUS_CODES[status] ?? 'Unknown'}`;
+    statusLines.set(status, line);
+  }
+  return line;
+}
+
+export const JSON_TYPE = 'application/json';
+
+/** What every response needs to know about its request. */
+export interface Exchange {
+  readonly res: HttpResponse;
+  readonly requestId: string;
+  /** Set when the client went away; nothing may be written after. */
+  aborted: boolean;
+  /** Set once the status line is written. */
+  started: boolean;
+  /** Called with the status once a whole response is sent (metrics for the operational routes). */
+  onSent?: (status: number) => void;
+}
+
+/** spec 000, Response headers: `Server` always, `X-Request-ID` always. */
+export function writeHead(ex: Exchange, status: number, contentType: string, extra?: readonly string[]): void {
+  const { res } = ex;
+  ex.started = true;
+  res.writeStatus(statusLine(status));
+  res.writeHeader('server', SERVER_HEADER);
+  res.writeHeader('x-request-id', ex.requestId);
+  res.writeHeader('content-type', contentType);
+  if (extra) for (let i = 0; i < extra.length; i += 2) res.writeHeader(extra[i] as string, extra[i + 1] as string);
+}
+
+/** Sends a whole response; a no-op once the client is gone. */
+export function send(ex: Exchange, status: number, contentType: string, body: string | Uint8Array, extra?: readonly string[], closeConnection = false): void {
+  if (ex.aborted) return;
+  ex.res.cork(() => {
+    writeHead(ex, status, contentType, extra);
+    ex.res.end(body, closeConnection);
+  });
+  ex.onSent?.(status);
+}
+
+export function sendJson(ex: Exchange, status: number, value: unknown): void {
+  send(ex, status, JSON_TYPE, JSON.stringify(value));
+}
+
+export function sendError(ex: Exchange, code: ErrorCode, message?: string, extra?: readonly string[], closeConnection = false): void {
+  send(ex, errorStatus(code), JSON_TYPE, errorBody(code, message), extra, closeConnection);
+}

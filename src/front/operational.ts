@@ -1,0 +1,121 @@
+/**
+ * The operational routes of spec 000 answered on the front thread: probes,
+ * status, the alias list and metrics. None of them waits on a worker or a
+ * provider.
+ */
+import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
+import type { AliasRoute } from '../../protocol/config.js';
+import { VERSION } from '../version.js';
+import type { FrontContext } from './context.js';
+import { send, sendError, sendJson, type Exchange } from './http.js';
+
+/** spec 000, Health object; CONTRACT.md: the same body on /health/live and /health/liveliness. */
+const LIVE_BODY = JSON.stringify({ object: 'health', status: 'ok' });
+
+export function live(ex: Exchange): void {
+  send(ex, 200, 'application/json', LIVE_BODY);
+}
+
+type CheckStatus = 'healthy' | 'degraded' | 'unhealthy';
+
+/** spec 000, States: ready when at least one configured route has provider credentials. */
+function credentialsCheck(ctx: FrontContext): { name: string; status: CheckStatus; duration_ms: number; reason?: string } {
+  const { aliases, rules } = ctx.config.routing;
+  const usable = [...aliases, ...rules].some((r) => r.credentials !== 'missing');
+  return usable
+    ? { name: 'provider_credentials', status: 'healthy', duration_ms: 0 }
+    : { name: 'provider_credentials', status: 'unhealthy', duration_ms: 0, reason: 'no configured route has provider credentials' };
+}
+
+/** spec 001, Health report: 200 unless a check is unhealthy. */
+export function healthReport(ctx: FrontContext, ex: Exchange, probe: 'liveness' | 'readiness'): void {
+  const checks = [credentialsCheck(ctx)];
+  const status: CheckStatus = checks.some((c) => c.status === 'unhealthy') ? 'unhealthy' : checks.some((c) => c.status === 'degraded') ? 'degraded' : 'healthy';
+  sendJson(ex, status === 'unhealthy' ? 503 : 200, { status, checks, timestamp: new Date().toISOString(), probe_type: probe });
+}
+
+export function status(ctx: FrontContext, ex: Exchange): void {
+  const c = ctx.counters;
+  const pool = ctx.pool.stats();
+  sendJson(ex, 200, {
+    object: 'status',
+    version: VERSION,
+    uptime_seconds: Math.round((Date.now() - c.startedAt) / 1000),
+    uws_native: ctx.uwsNative,
+    workers: pool.workers,
+    worker_restarts: pool.restarts,
+    models_configured: uniqueAliases(ctx.config.routing.aliases).length,
+    route_rules: ctx.config.routing.rules.length,
+    config_version: ctx.config.routing.version,
+    requests: {
+      total: c.total,
+      in_flight: c.inFlight,
+      streams_open: c.streamsOpen,
+      success: c.success,
+      client_errors: c.clientErrors,
+      server_errors: c.serverErrors,
+      upstream_errors: c.upstreamErrors,
+    },
+  });
+}
+
+/** One entry per alias; an alias with several deployments reports the first and how many there are. */
+function uniqueAliases(aliases: readonly AliasRoute[]): Array<{ route: AliasRoute; deployments: number }> {
+  const byAlias = new Map<string, { route: AliasRoute; deployments: number }>();
+  for (const route of aliases) {
+    const seen = byAlias.get(route.alias);
+    if (seen) seen.deployments++;
+    else byAlias.set(route.alias, { route, deployments: 1 });
+  }
+  return [...byAlias.values()];
+}
+
+/** Never the key itself: only whether it is there and where it comes from. */
+function modelStatus({ route, deployments }: { route: AliasRoute; deployments: number }) {
+  return {
+    alias: route.alias,
+    provider: route.provider,
+    upstream_model: route.upstreamModel,
+    api_base: route.apiBase,
+    credentials: route.credentials,
+    credentials_source: route.credentialsSource,
+    routable: route.credentials !== 'missing',
+    deployments,
+  };
+}
+
+export function statusModels(ctx: FrontContext, ex: Exchange): void {
+  sendJson(ex, 200, { object: 'list', data: uniqueAliases(ctx.config.routing.aliases).map(modelStatus) });
+}
+
+export function statusModel(ctx: FrontContext, ex: Exchange, req: HttpRequest): void {
+  let alias: string;
+  try {
+    alias = decodeURIComponent(req.getParameter(0));
+  } catch {
+    sendError(ex, 'model_not_found', 'the alias is not validly percent-encoded');
+    return;
+  }
+  const found = uniqueAliases(ctx.config.routing.aliases).find((a) => a.route.alias === alias);
+  if (!found) sendError(ex, 'model_not_found', 'no configured alias has this name');
+  else sendJson(ex, 200, modelStatus(found));
+}
+
+/** spec 000: exactly the model_list aliases, in the compatible list format. */
+export function models(ctx: FrontContext, ex: Exchange): void {
+  const created = Math.floor(ctx.counters.startedAt / 1000);
+  sendJson(ex, 200, {
+    object: 'list',
+    data: uniqueAliases(ctx.config.routing.aliases).map(({ route }) => ({ id: route.alias, object: 'model', created, owned_by: route.provider })),
+  });
+}
+
+export function metrics(ctx: FrontContext, ex: Exchange, res: HttpResponse): void {
+  res.onAborted(() => {
+    ex.aborted = true;
+  });
+  ctx.metrics.registry.metrics().then(
+    (text) => send(ex, 200, ctx.metrics.registry.contentType, text),
+    () => sendError(ex, 'internal_error', 'metrics collection failed'),
+  );
+}

@@ -1,0 +1,232 @@
+/**
+ * The provider routes (chat, embeddings) on the front thread: collect the
+ * body within the limit, hand it to a worker, and write what comes back:
+ * a whole reply, or an SSE stream relayed chunk by chunk with backpressure
+ * and keep-alive comments. The front never parses a body.
+ */
+import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
+import { ERRORS, errorBody, errorStatus, type ErrorCode } from '../errors.js';
+import type { EndFrame, FailFrame, HeadFrame, Operation, ReplyFrame, RouteLabels, Usage } from '../../protocol/frames.js';
+import type { CallHandlers } from '../supervisor/worker-pool.js';
+import { collectBody } from './body.js';
+import type { FrontContext } from './context.js';
+import { JSON_TYPE, send, sendError, writeHead, type Exchange } from './http.js';
+import type { KeptAlive } from './keepalive.js';
+import type { RouteSpec } from './routes.js';
+
+const SSE_HEADERS = ['cache-control', 'no-cache', 'x-accel-buffering', 'no'] as const;
+const KEEPALIVE_COMMENT = ': keepalive\n\n';
+const UNROUTED: RouteLabels = { model: 'unrouted', provider: 'none' };
+
+/**
+ * Handler for a provider route; the server has already checked the method
+ * and the bearer token and made the request id.
+ */
+export function providerHandler(ctx: FrontContext, route: RouteSpec, op: Operation) {
+  return (res: HttpResponse, req: HttpRequest, requestId: string): void => {
+    // uWS: the request object dies when this function returns, so read every header now.
+    const contentLength = req.getHeader('content-length');
+    const call = new ProviderCall(ctx, route, res, requestId);
+    const declared = contentLength === '' ? null : Number(contentLength);
+    if (declared !== null && !(Number.isSafeInteger(declared) && declared >= 0)) {
+      call.finishError('invalid_request', 'invalid Content-Length', true);
+      return;
+    }
+    res.onAborted(() => call.onAborted());
+    collectBody(res, declared, ctx.config.maxRequestBodyBytes, (outcome) => {
+      if (call.ex.aborted) return;
+      if (!outcome.ok) {
+        // Close the connection: the rest of an oversized body is never read.
+        call.finishError('body_too_large', undefined, true);
+        return;
+      }
+      call.bytesIn = outcome.body.length;
+      call.start(op, outcome.body);
+    });
+  };
+}
+
+/** One request to a provider route, from body to last byte; it is also the pool's handler for its frames. */
+class ProviderCall implements CallHandlers, KeptAlive {
+  readonly ex: Exchange;
+  readonly #ctx: FrontContext;
+  readonly #route: RouteSpec;
+  readonly #started = performance.now();
+  #id = 0;
+  #labels: RouteLabels = UNROUTED;
+  #streaming = false;
+  #paused = false;
+  #status = 0;
+  #upstreamMs = 0;
+  bytesIn = 0;
+  #bytesOut = 0;
+  lastWrite = 0;
+
+  constructor(ctx: FrontContext, route: RouteSpec, res: HttpResponse, requestId: string) {
+    this.#ctx = ctx;
+    this.#route = route;
+    this.ex = { res, requestId, aborted: false, started: false };
+  }
+
+  start(op: Operation, body: Uint8Array): void {
+    this.#ctx.counters.inFlight++;
+    this.#ctx.metrics.inFlight.inc();
+    this.#id = this.#ctx.pool.call(op, this.ex.requestId, body, this);
+  }
+
+  onAborted(): void {
+    this.ex.aborted = true;
+    if (this.#id !== 0) this.#ctx.pool.cancel(this.#id);
+    this.#finish(499);
+  }
+
+  // ── CallHandlers: frames from the worker ──
+
+  reply(frame: ReplyFrame, body: Uint8Array): void {
+    this.#labels = frame.labels;
+    this.#upstreamMs = frame.upstreamMs;
+    this.#bytesOut = body.length;
+    send(this.ex, frame.status, frame.contentType, body, frame.headers);
+    this.#countUsage(frame.usage);
+    this.#finish(frame.status);
+  }
+
+  head(frame: HeadFrame): void {
+    if (this.ex.aborted) return;
+    this.#labels = frame.labels;
+    this.#streaming = true;
+    this.#ctx.counters.streamsOpen++;
+    this.#ctx.metrics.streamsOpen.inc();
+    const { res } = this.ex;
+    res.cork(() => {
+      writeHead(this.ex, 200, 'text/event-stream', frame.headers);
+      for (let i = 0; i < SSE_HEADERS.length; i += 2) res.writeHeader(SSE_HEADERS[i] as string, SSE_HEADERS[i + 1] as string);
+      // An empty write sends the status line and headers now: the client learns the stream started.
+      res.write('');
+    });
+    this.lastWrite = performance.now();
+    this.#ctx.keepalive.add(this);
+  }
+
+  data(bytes: Uint8Array): void {
+    if (this.ex.aborted) return;
+    this.#write(bytes);
+  }
+
+  end(frame: EndFrame): void {
+    this.#upstreamMs = frame.upstreamMs;
+    this.#countUsage(frame.usage);
+    if (!this.ex.aborted) this.ex.res.cork(() => this.ex.res.end());
+    this.#finish(200);
+  }
+
+  fail(frame: FailFrame): void {
+    if (frame.labels) this.#labels = frame.labels;
+    const code = frame.code;
+    if (code.startsWith('upstream_')) this.#countUpstreamError(code);
+    if (!this.#streaming) {
+      this.finishError(code, frame.message, false);
+      return;
+    }
+    // CONTRACT.md: a stream that fails after its first byte ends with one SSE error event, then closes.
+    if (!this.ex.aborted) {
+      const event = `data: ${errorBody(code, frame.message)}\n\n`;
+      this.ex.res.cork(() => {
+        this.ex.res.write(event);
+        this.ex.res.end();
+      });
+    }
+    this.#finish(errorStatus(code));
+  }
+
+  writeComment(): void {
+    if (!this.ex.aborted && !this.#paused) this.#write(KEEPALIVE_COMMENT);
+  }
+
+  finishError(code: ErrorCode, message: string | undefined, closeConnection: boolean): void {
+    const body = errorBody(code, message ?? ERRORS[code].message);
+    this.#bytesOut = body.length;
+    send(this.ex, errorStatus(code), JSON_TYPE, body, undefined, closeConnection);
+    this.#finish(errorStatus(code));
+  }
+
+  #write(chunk: Uint8Array | string): void {
+    const { res } = this.ex;
+    let ok = true;
+    res.cork(() => {
+      ok = res.write(chunk);
+    });
+    this.#bytesOut += typeof chunk === 'string' ? chunk.length : chunk.byteLength;
+    this.lastWrite = performance.now();
+    if (!ok && !this.#paused) {
+      // The client reads slower than the upstream writes: stop reading upstream until it drains.
+      this.#paused = true;
+      this.#ctx.pool.pause(this.#id);
+      res.onWritable(() => {
+        this.#paused = false;
+        this.#ctx.pool.resume(this.#id);
+        return true;
+      });
+    }
+  }
+
+  #countUsage(usage: Usage | null): void {
+    if (!usage) return;
+    const { model, provider } = this.#labels;
+    this.#ctx.metrics.tokens.inc({ model, provider, kind: 'prompt' }, usage.prompt);
+    this.#ctx.metrics.tokens.inc({ model, provider, kind: 'completion' }, usage.completion);
+  }
+
+  #countUpstreamError(code: ErrorCode): void {
+    const { model, provider } = this.#labels;
+    this.#ctx.counters.upstreamErrors++;
+    this.#ctx.metrics.upstreamErrors.inc({ model, provider, code });
+  }
+
+  #finished = false;
+
+  /** Counts, logs and releases the request, exactly once. `status` 499: the client left first. */
+  #finish(status: number): void {
+    if (this.#finished) return;
+    this.#finished = true;
+    this.#status = status;
+    const ctx = this.#ctx;
+    if (this.#id !== 0) {
+      ctx.counters.inFlight--;
+      ctx.metrics.inFlight.dec();
+    }
+    if (this.#streaming) {
+      ctx.counters.streamsOpen--;
+      ctx.metrics.streamsOpen.dec();
+      ctx.keepalive.delete(this);
+    }
+    const durationMs = performance.now() - this.#started;
+    const { model, provider } = this.#labels;
+    const statusLabel = String(status);
+    ctx.counters.record(status);
+    ctx.metrics.requests.inc({ route: this.#route.path, model, provider, status: statusLabel });
+    ctx.metrics.requestDuration.observe({ route: this.#route.path, model, status: statusLabel }, durationMs / 1000);
+    if (this.#upstreamMs > 0) ctx.metrics.upstreamDuration.observe({ model, provider }, this.#upstreamMs / 1000);
+    ctx.log.info(
+      {
+        event: 'access',
+        request_id: this.ex.requestId,
+        method: this.#route.method,
+        route: this.#route.path,
+        model,
+        provider,
+        status: this.#status,
+        stream: this.#streaming,
+        duration_ms: round(durationMs),
+        upstream_ms: round(this.#upstreamMs),
+        bytes_in: this.bytesIn,
+        bytes_out: this.#bytesOut,
+      },
+      'request',
+    );
+  }
+}
+
+function round(ms: number): number {
+  return Math.round(ms * 100) / 100;
+}

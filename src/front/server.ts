@@ -1,0 +1,84 @@
+/**
+ * The uWS app, built from the route table: one handler per path that
+ * checks the method (405 with `Allow`), the bearer token (401), makes the
+ * request id, then calls the route's handler. Anything else is a 404.
+ */
+import uws from 'uWebSockets.js';
+import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
+import type { FrontContext } from './context.js';
+import { sendError, type Exchange } from './http.js';
+import * as ops from './operational.js';
+import { providerHandler } from './proxy.js';
+import { requestIdFrom } from './request-id.js';
+import { ROUTES, methodsByPath, uwsPattern, type RouteKind, type RouteSpec } from './routes.js';
+
+type Handler = (res: HttpResponse, req: HttpRequest, requestId: string) => void;
+
+/** Whether the uWS native binary loaded; the package silently falls back to a slow pure-JS server otherwise. */
+export const UWS_NATIVE: boolean = typeof (uws as unknown as { getParts?: unknown }).getParts === 'function';
+
+const WWW_AUTHENTICATE = ['www-authenticate', 'Bearer'] as const;
+
+export function buildApp(ctx: FrontContext): TemplatedApp {
+  const app = uws.App();
+  for (const [path, methods] of methodsByPath()) {
+    const routes = new Map<string, { route: RouteSpec; handler: Handler }>();
+    for (const route of ROUTES) if (route.path === path) routes.set(route.method, { route, handler: handlerFor(ctx, route) });
+    const allow = ['allow', methods.join(', ')] as const;
+    app.any(uwsPattern(path), (res, req) => {
+      const entry = routes.get(req.getCaseSensitiveMethod());
+      const requestId = requestIdFrom(req.getHeader('x-request-id'));
+      if (!entry) {
+        refuse(res, req, requestId, 'method_not_allowed', allow);
+        return;
+      }
+      if (entry.route.auth === 'bearer' && !ctx.auth.accepts(req.getHeader('authorization'))) {
+        // spec 000, Authentication: missing or invalid bearer token → 401.
+        if (entry.route.kind === 'chat' || entry.route.kind === 'embeddings') ctx.counters.record(401);
+        ctx.metrics.requests.inc({ route: entry.route.path, model: 'unrouted', provider: 'none', status: '401' });
+        refuse(res, req, requestId, 'invalid_api_key', WWW_AUTHENTICATE);
+        return;
+      }
+      entry.handler(res, req, requestId);
+    });
+  }
+  app.any('/*', (res, req) => refuse(res, req, requestIdFrom(req.getHeader('x-request-id')), 'route_not_found'));
+  return app;
+}
+
+/** Answers an error before reading the body; the connection closes if a body is on its way, since it is never read. */
+function refuse(res: HttpResponse, req: HttpRequest, requestId: string, code: 'method_not_allowed' | 'invalid_api_key' | 'route_not_found', extra?: readonly string[]): void {
+  const length = req.getHeader('content-length');
+  const bodyPending = (length !== '' && length !== '0') || req.getHeader('transfer-encoding') !== '';
+  sendError({ res, requestId, aborted: false, started: false }, code, undefined, extra, bodyPending);
+}
+
+function handlerFor(ctx: FrontContext, route: RouteSpec): Handler {
+  if (route.kind === 'chat' || route.kind === 'embeddings') return providerHandler(ctx, route, route.kind);
+  const serve = operational(ctx, route.kind);
+  return (res, req, requestId) => {
+    const ex: Exchange = { res, requestId, aborted: false, started: false, onSent: (status) => ctx.metrics.requests.inc({ route: route.path, model: 'none', provider: 'none', status: String(status) }) };
+    serve(ex, req, res);
+  };
+}
+
+function operational(ctx: FrontContext, kind: Exclude<RouteKind, 'chat' | 'embeddings'>): (ex: Exchange, req: HttpRequest, res: HttpResponse) => void {
+  switch (kind) {
+    case 'live':
+      return (ex) => ops.live(ex);
+    case 'ready':
+      return (ex) => ops.healthReport(ctx, ex, 'readiness');
+    case 'health':
+      return (ex) => ops.healthReport(ctx, ex, 'liveness');
+    case 'status':
+      return (ex) => ops.status(ctx, ex);
+    case 'status_models':
+      return (ex) => ops.statusModels(ctx, ex);
+    case 'status_model':
+      return (ex, req) => ops.statusModel(ctx, ex, req);
+    case 'models':
+      return (ex) => ops.models(ctx, ex);
+    case 'metrics':
+      return (ex, _req, res) => ops.metrics(ctx, ex, res);
+  }
+}

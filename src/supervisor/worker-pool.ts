@@ -1,0 +1,241 @@
+/**
+ * The front's handle on the provider workers. Piscina owns the threads
+ * (start, replace on death); each worker is attached once through a
+ * long-lived piscina task that carries its MessagePort (see
+ * workers/entry.ts), and calls are frames on those ports. A call goes to
+ * the worker with the fewest calls in flight.
+ */
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { MessageChannel } from 'node:worker_threads';
+import { Piscina } from 'piscina';
+import type { Logger } from 'pino';
+import type { RoutingConfig } from '../../protocol/config.js';
+import { FramePort } from '../../protocol/frame-port.js';
+import {
+  PROTOCOL_VERSION,
+  type AttachTask,
+  type EndFrame,
+  type FailFrame,
+  type FromWorker,
+  type HeadFrame,
+  type Operation,
+  type ReplyFrame,
+  type ToWorker,
+} from '../../protocol/frames.js';
+
+/** What the front does with a call's answer; exactly one of reply/end/fail ends it. */
+export interface CallHandlers {
+  reply(frame: ReplyFrame, body: Uint8Array): void;
+  head(frame: HeadFrame): void;
+  data(bytes: Uint8Array): void;
+  end(frame: EndFrame): void;
+  fail(frame: FailFrame): void;
+}
+
+interface Slot {
+  readonly index: number;
+  port: FramePort<FromWorker, ToWorker>;
+  inFlight: number;
+  /** Times this slot's worker died and was replaced. */
+  restarts: number;
+}
+
+interface Pending {
+  readonly slot: Slot;
+  readonly handlers: CallHandlers;
+}
+
+export interface PoolStats {
+  readonly workers: number;
+  readonly inFlight: number;
+  readonly restarts: number;
+}
+
+export class WorkerPool {
+  readonly #piscina: Piscina;
+  readonly #slots: Slot[] = [];
+  readonly #pending = new Map<number, Pending>();
+  readonly #pings = new Map<number, () => void>();
+  readonly #log: Logger;
+  #routing: RoutingConfig;
+  #nextId = 1;
+  #closing = false;
+
+  constructor(size: number, routing: RoutingConfig, log: Logger) {
+    this.#routing = routing;
+    this.#log = log;
+    this.#piscina = new Piscina({
+      filename: workerEntryPath(),
+      minThreads: size,
+      maxThreads: size,
+      // Each worker runs exactly one (lifelong) attach task; requests are frames, not tasks.
+      concurrentTasksPerWorker: 1,
+      idleTimeout: Number.MAX_SAFE_INTEGER,
+      atomics: 'disabled',
+    });
+    for (let index = 0; index < size; index++) {
+      const slot = { index, inFlight: 0, restarts: 0 } as Slot;
+      this.#slots.push(slot);
+      this.#attach(slot);
+    }
+  }
+
+  get size(): number {
+    return this.#slots.length;
+  }
+
+  /** Starts a call; the body's buffer is moved to the worker and must not be used again. */
+  call(op: Operation, requestId: string, body: Uint8Array, handlers: CallHandlers): number {
+    const slot = this.#leastBusy();
+    const id = this.#nextId++;
+    slot.inFlight++;
+    this.#pending.set(id, { slot, handlers });
+    slot.port.send({ t: 'call', id, op, requestId }, body);
+    return id;
+  }
+
+  /** The client left: the worker aborts its upstream request; later frames for it are dropped. */
+  cancel(id: number): void {
+    const pending = this.#pending.get(id);
+    if (!pending) return;
+    this.#settle(id, pending);
+    pending.slot.port.send({ t: 'cancel', id });
+  }
+
+  pause(id: number): void {
+    this.#pending.get(id)?.slot.port.send({ t: 'pause', id });
+  }
+
+  resume(id: number): void {
+    this.#pending.get(id)?.slot.port.send({ t: 'resume', id });
+  }
+
+  /** Swaps the routing config in every worker; calls already running keep theirs. */
+  setRouting(routing: RoutingConfig): void {
+    this.#routing = routing;
+    for (const slot of this.#slots) slot.port.send({ t: 'config', routing });
+  }
+
+  /** Resolves with the time each worker took to answer a ping, or null for one that did not answer in time. */
+  ping(timeoutMs: number): Promise<Array<number | null>> {
+    return Promise.all(
+      this.#slots.map(
+        (slot) =>
+          new Promise<number | null>((resolve) => {
+            const id = this.#nextId++;
+            const started = performance.now();
+            const timer = setTimeout(() => {
+              this.#pings.delete(id);
+              resolve(null);
+            }, timeoutMs);
+            this.#pings.set(id, () => {
+              clearTimeout(timer);
+              resolve(performance.now() - started);
+            });
+            slot.port.send({ t: 'ping', id });
+          }),
+      ),
+    );
+  }
+
+  stats(): PoolStats {
+    let inFlight = 0;
+    let restarts = 0;
+    for (const slot of this.#slots) {
+      inFlight += slot.inFlight;
+      restarts += slot.restarts;
+    }
+    return { workers: this.#slots.length, inFlight, restarts };
+  }
+
+  async close(): Promise<void> {
+    this.#closing = true;
+    for (const slot of this.#slots) slot.port.close();
+    await this.#piscina.destroy();
+  }
+
+  #attach(slot: Slot): void {
+    const { port1, port2 } = new MessageChannel();
+    slot.port = new FramePort<FromWorker, ToWorker>(port1, (frame, payload) => this.#onFrame(frame, payload));
+    const task: AttachTask = { protocol: PROTOCOL_VERSION, port: port2 as unknown as AttachTask['port'], routing: this.#routing };
+    this.#piscina.run(task, { transferList: [port2] as never }).then(
+      () => this.#detached(slot, null),
+      (err: unknown) => this.#detached(slot, err),
+    );
+  }
+
+  /** A worker's attach task ended: it died, or the pool is closing. */
+  #detached(slot: Slot, err: unknown): void {
+    if (this.#closing) return;
+    this.#log.error({ event: 'worker_died', worker: slot.index, err: err instanceof Error ? err.message : String(err) }, 'provider worker stopped; replacing it');
+    slot.restarts++;
+    for (const [id, pending] of this.#pending) {
+      if (pending.slot !== slot) continue;
+      this.#settle(id, pending);
+      pending.handlers.fail({ t: 'fail', id, code: 'worker_crashed', message: 'the worker handling this request stopped', labels: null });
+    }
+    slot.port.close();
+    this.#attach(slot);
+  }
+
+  #onFrame(frame: FromWorker, payload: Uint8Array | undefined): void {
+    if (frame.t === 'pong') {
+      const done = this.#pings.get(frame.id);
+      this.#pings.delete(frame.id);
+      done?.();
+      return;
+    }
+    const pending = this.#pending.get(frame.id);
+    if (!pending) return; // cancelled, or its worker was replaced
+    const { handlers } = pending;
+    switch (frame.t) {
+      case 'reply':
+        this.#settle(frame.id, pending);
+        handlers.reply(frame, payload ?? new Uint8Array(0));
+        return;
+      case 'head':
+        handlers.head(frame);
+        return;
+      case 'data':
+        if (payload) handlers.data(payload);
+        return;
+      case 'end':
+        this.#settle(frame.id, pending);
+        handlers.end(frame);
+        return;
+      case 'fail':
+        this.#settle(frame.id, pending);
+        handlers.fail(frame);
+        return;
+    }
+  }
+
+  #settle(id: number, pending: Pending): void {
+    this.#pending.delete(id);
+    pending.slot.inFlight--;
+  }
+
+  #leastBusy(): Slot {
+    let best = this.#slots[0] as Slot;
+    for (const slot of this.#slots) if (slot.inFlight < best.inFlight) best = slot;
+    return best;
+  }
+}
+
+/**
+ * Workers always run compiled JavaScript: `dist/workers/entry.js` under the
+ * package root, whether the front runs from dist/ or (in tests) from src/.
+ */
+function workerEntryPath(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  while (!existsSync(join(dir, 'package.json'))) {
+    const parent = dirname(dir);
+    if (parent === dir) throw new Error('cannot find the package root to locate the worker entry');
+    dir = parent;
+  }
+  const entry = join(dir, 'dist', 'workers', 'entry.js');
+  if (!existsSync(entry)) throw new Error(`worker entry ${entry} is missing: run "npm run build" first`);
+  return entry;
+}

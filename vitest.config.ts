@@ -1,0 +1,14 @@
+import { defineConfig } from 'vitest/config';
+
+// CI (CI=true) also writes vitest's JSON report, from which .ci/run prints "N passed, M failed".
+const ci = process.env.CI === 'true';
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts', 'src/**/*.test.ts', 'workers/**/*.test.ts', 'protocol/**/*.test.ts'],
+    testTimeout: 20_000,
+    hookTimeout: 30_000,
+    reporters: ci ? ['default', 'json'] : ['default'],
+    outputFile: ci ? { json: '.vitest-results.json' } : undefined,
+  },
+});

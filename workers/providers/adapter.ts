@@ -1,0 +1,36 @@
+/**
+ * The provider adapter interface: one `call` per request. An adapter answers
+ * through the sink exactly once with `reply` or `fail`, or with `head`,
+ * any number of `data`, then `end` or `fail`.
+ */
+import type { Upstream } from '../../protocol/config.js';
+import type { HeaderList, Operation, Usage } from '../../protocol/frames.js';
+import type { ErrorCode } from '../../src/errors.js';
+import type { Flow } from '../flow.js';
+
+export interface ProviderCall {
+  readonly op: Operation;
+  readonly upstream: Upstream;
+  /** The request body with `model` already rewritten to the upstream id. */
+  readonly body: Record<string, unknown>;
+  readonly stream: boolean;
+  readonly requestId: string;
+  /** limits.max_response_body_bytes of the config the call started with. */
+  readonly maxResponseBytes: number;
+  /** Fires when the client leaves; the adapter stops and answers nothing. */
+  readonly signal: AbortSignal;
+  readonly flow: Flow;
+}
+
+export interface ResponseSink {
+  reply(status: number, contentType: string, headers: HeaderList, body: Uint8Array, usage: Usage | null, upstreamMs: number): void;
+  head(headers: HeaderList): void;
+  /** Whole SSE events, ready to write. */
+  data(bytes: Uint8Array): void;
+  end(usage: Usage | null, upstreamMs: number): void;
+  fail(error: { code: ErrorCode; message: string }): void;
+}
+
+export interface ProviderAdapter {
+  call(call: ProviderCall, sink: ResponseSink): Promise<void>;
+}

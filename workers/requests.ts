@@ -1,0 +1,61 @@
+/**
+ * Request bodies: bytes → JSON → zod, in the worker (the front never parses
+ * a body). The schemas check only the fields the gateway relies on; the
+ * rest of the body is forwarded untouched. The same schemas produce the
+ * JSON Schemas of the agent manifest.
+ */
+import { z } from 'zod';
+import { GatewayError } from '../src/errors.js';
+import type { Operation } from '../protocol/frames.js';
+
+const message = z.looseObject({
+  role: z.string().min(1),
+  content: z.union([z.string(), z.array(z.unknown()), z.null()]).optional(),
+});
+
+/** spec 000, Rules 2: a chat request lacking `model` → 400. */
+export const chatRequestSchema = z.looseObject({
+  model: z.string().min(1),
+  messages: z.array(message).min(1),
+  stream: z.boolean().optional(),
+});
+
+const tokens = z.array(z.number().int().nonnegative());
+
+/** spec 000, Rules 1: an embedding request lacking `model` or `input` → 400. */
+export const embeddingsRequestSchema = z.looseObject({
+  model: z.string().min(1),
+  input: z.union([z.string(), z.array(z.string()).min(1), tokens.min(1), z.array(tokens).min(1)]),
+});
+
+export interface ParsedRequest {
+  readonly model: string;
+  readonly stream: boolean;
+  /** The whole body as parsed; the caller rewrites `model` and forwards the rest as it is. */
+  readonly body: Record<string, unknown>;
+}
+
+const decoder = new TextDecoder('utf-8', { fatal: true });
+
+export function parseRequest(op: Operation, bytes: Uint8Array): ParsedRequest {
+  let json: unknown;
+  try {
+    json = JSON.parse(decoder.decode(bytes));
+  } catch {
+    throw new GatewayError('invalid_json');
+  }
+  if (json === null || typeof json !== 'object' || Array.isArray(json)) throw new GatewayError('invalid_body');
+  const schema = op === 'chat' ? chatRequestSchema : embeddingsRequestSchema;
+  const result = schema.safeParse(json);
+  if (!result.success) throw new GatewayError('invalid_request', describe(result.error));
+  const body = json as Record<string, unknown>;
+  return { model: body.model as string, stream: op === 'chat' && body.stream === true, body };
+}
+
+function describe(error: z.ZodError): string {
+  const issue = error.issues[0];
+  if (!issue) return 'invalid request';
+  const path = issue.path.map((p) => (typeof p === 'number' ? `[${p}]` : `.${String(p)}`)).join('').replace(/^\./, '');
+  const missing = issue.code === 'invalid_type' && (issue as { input?: unknown }).input === undefined;
+  return missing ? `"${path}" is required` : `"${path}": ${issue.message}`;
+}

@@ -1,0 +1,122 @@
+/**
+ * One worker's side of the protocol: receives frames from the front, runs
+ * each call (parse → validate → route → provider adapter) and answers with
+ * frames. Calls are independent and concurrent; a call keeps the routing
+ * config it started with even when a reload swaps it mid-flight.
+ */
+import type { MessagePort } from 'node:worker_threads';
+import type { RoutingConfig } from '../protocol/config.js';
+import { FramePort } from '../protocol/frame-port.js';
+import type { CallFrame, FromWorker, HeaderList, RouteLabels, ToWorker, Usage } from '../protocol/frames.js';
+import { GatewayError, isErrorCode, type ErrorCode } from '../src/errors.js';
+import { Flow } from './flow.js';
+import { parseRequest } from './requests.js';
+import { Router } from './router.js';
+import { PROVIDERS } from './providers/index.js';
+import type { ResponseSink } from './providers/adapter.js';
+
+interface ActiveCall {
+  readonly controller: AbortController;
+  readonly flow: Flow;
+}
+
+export class WorkerSession {
+  readonly closed: Promise<void>;
+  readonly #port: FramePort<ToWorker, FromWorker>;
+  readonly #calls = new Map<number, ActiveCall>();
+  #router: Router;
+
+  constructor(port: MessagePort, routing: RoutingConfig) {
+    this.#router = new Router(routing);
+    this.#port = new FramePort<ToWorker, FromWorker>(port, (frame, payload) => this.#onFrame(frame, payload));
+    this.closed = new Promise((resolve) => port.once('close', () => resolve()));
+  }
+
+  #onFrame(frame: ToWorker, payload: Uint8Array | undefined): void {
+    switch (frame.t) {
+      case 'call':
+        void this.#run(frame, payload ?? new Uint8Array(0));
+        return;
+      case 'cancel':
+        this.#calls.get(frame.id)?.controller.abort(CANCELLED);
+        return;
+      case 'pause':
+        this.#calls.get(frame.id)?.flow.pause();
+        return;
+      case 'resume':
+        this.#calls.get(frame.id)?.flow.resume();
+        return;
+      case 'config':
+        this.#router = new Router(frame.routing);
+        return;
+      case 'ping':
+        this.#port.send({ t: 'pong', id: frame.id });
+        return;
+    }
+  }
+
+  async #run(frame: CallFrame, body: Uint8Array): Promise<void> {
+    const { id } = frame;
+    const router = this.#router;
+    const call: ActiveCall = { controller: new AbortController(), flow: new Flow() };
+    this.#calls.set(id, call);
+    const sink = new FrameSink(this.#port, id);
+    try {
+      const request = parseRequest(frame.op, body);
+      const target = router.resolve(request.model);
+      sink.labels = target.labels;
+      if (target.upstream.credentials === 'missing') throw new GatewayError('credentials_missing');
+      request.body.model = target.upstream.upstreamModel;
+      await PROVIDERS[target.upstream.provider].call(
+        { op: frame.op, upstream: target.upstream, body: request.body, stream: request.stream, requestId: frame.requestId, maxResponseBytes: router.maxResponseBytes, signal: call.controller.signal, flow: call.flow },
+        sink,
+      );
+    } catch (err) {
+      if (call.controller.signal.reason !== CANCELLED) sink.fail(toErrorData(err));
+    } finally {
+      this.#calls.delete(id);
+    }
+  }
+}
+
+/** The abort reason of a call whose client went away: nothing is answered. */
+const CANCELLED = Symbol('cancelled');
+
+/** Turns a sink call into a frame, once the call is routed (so labels are known). */
+class FrameSink implements ResponseSink {
+  labels: RouteLabels = { model: 'unrouted', provider: 'none' };
+  #done = false;
+
+  constructor(
+    readonly port: FramePort<ToWorker, FromWorker>,
+    readonly id: number,
+  ) {}
+
+  reply(status: number, contentType: string, headers: HeaderList, body: Uint8Array, usage: Usage | null, upstreamMs: number): void {
+    if (this.#finish()) this.port.send({ t: 'reply', id: this.id, status, contentType, headers, labels: this.labels, usage, upstreamMs }, body);
+  }
+  head(headers: HeaderList): void {
+    if (!this.#done) this.port.send({ t: 'head', id: this.id, headers, labels: this.labels });
+  }
+  data(bytes: Uint8Array): void {
+    if (!this.#done) this.port.send({ t: 'data', id: this.id }, bytes);
+  }
+  end(usage: Usage | null, upstreamMs: number): void {
+    if (this.#finish()) this.port.send({ t: 'end', id: this.id, usage, upstreamMs });
+  }
+  fail(error: { code: ErrorCode; message: string }): void {
+    if (this.#finish()) this.port.send({ t: 'fail', id: this.id, code: error.code, message: error.message, labels: this.labels });
+  }
+  #finish(): boolean {
+    if (this.#done) return false;
+    this.#done = true;
+    return true;
+  }
+}
+
+function toErrorData(err: unknown): { code: ErrorCode; message: string } {
+  if (err instanceof GatewayError) return { code: err.code, message: err.message };
+  const code = (err as { code?: unknown } | null)?.code;
+  if (isErrorCode(code)) return { code, message: String((err as Error).message) };
+  return { code: 'internal_error', message: 'internal gateway error' };
+}
