@@ -10,6 +10,7 @@
  *   call ──▶ head ─▶ data* ─▶ end | fail            (SSE stream)
  *   call ──▶ fail                                   (error before any byte)
  *   cancel / pause / resume ──▶ (no answer)         (client left, client slow, client drained)
+ *   ping ──▶ pong,  probe ──▶ probed                 (health checks)
  *
  * Bump PROTOCOL_VERSION on any incompatible change; both sides check it at attach.
  */
@@ -50,8 +51,16 @@ export interface ResumeFrame { readonly t: 'resume'; readonly id: number }
 /** Swap the routing config whole; calls already running keep the one they started with. */
 export interface ConfigFrame { readonly t: 'config'; readonly routing: RoutingConfig }
 export interface PingFrame { readonly t: 'ping'; readonly id: number }
+/** Reachability check of one upstream: `GET <apiBase>/models`, which no provider bills for. */
+export interface ProbeFrame {
+  readonly t: 'probe';
+  readonly id: number;
+  readonly apiBase: string;
+  readonly apiKey: string | null;
+  readonly timeoutMs: number;
+}
 
-export type ToWorker = CallFrame | CancelFrame | PauseFrame | ResumeFrame | ConfigFrame | PingFrame;
+export type ToWorker = CallFrame | CancelFrame | PauseFrame | ResumeFrame | ConfigFrame | PingFrame | ProbeFrame;
 
 // ── worker → front ────────────────────────────────────────────────────────
 
@@ -95,8 +104,15 @@ export interface FailFrame {
   readonly labels: RouteLabels | null;
 }
 export interface PongFrame { readonly t: 'pong'; readonly id: number }
+/** The answer to a probe: the HTTP status the upstream gave, or why there was none. */
+export interface ProbedFrame {
+  readonly t: 'probed';
+  readonly id: number;
+  readonly status: number | null;
+  readonly error: string | null;
+}
 
-export type FromWorker = ReplyFrame | HeadFrame | DataFrame | EndFrame | FailFrame | PongFrame;
+export type FromWorker = ReplyFrame | HeadFrame | DataFrame | EndFrame | FailFrame | PongFrame | ProbedFrame;
 
 /** The data a front thread hands a worker when it attaches to it (a piscina task). */
 export interface AttachTask {

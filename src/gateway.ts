@@ -12,6 +12,7 @@ import { StreamKeepalive } from './front/keepalive.js';
 import { UWS_NATIVE, buildApp } from './front/server.js';
 import { createMetrics } from './metrics/registry.js';
 import { Counters } from './supervisor/counters.js';
+import { HealthSupervisor } from './supervisor/health-supervisor.js';
 import { WorkerPool } from './supervisor/worker-pool.js';
 
 export interface Gateway {
@@ -31,6 +32,7 @@ export async function startGateway(config: GatewayConfig, log: Logger): Promise<
     config,
     auth: new BearerAuth(config.apiKeys),
     pool,
+    health: new HealthSupervisor(config, pool, log),
     metrics: createMetrics(),
     counters: new Counters(),
     log,
@@ -51,12 +53,14 @@ export async function startGateway(config: GatewayConfig, log: Logger): Promise<
     reload(next) {
       ctx.config = next;
       pool.setRouting(next.routing);
+      ctx.health.reload(next);
     },
     async close() {
       if (closed) return;
       closed = true;
       uws.us_listen_socket_close(socket);
       (app as unknown as { close?: () => void }).close?.();
+      ctx.health.stop();
       await pool.close();
     },
   };

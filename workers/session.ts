@@ -10,6 +10,7 @@ import { FramePort } from '../protocol/frame-port.js';
 import type { CallFrame, FromWorker, HeaderList, RouteLabels, ToWorker, Usage } from '../protocol/frames.js';
 import { GatewayError, isErrorCode, type ErrorCode } from '../src/errors.js';
 import { Flow } from './flow.js';
+import { probeUpstream } from './probe.js';
 import { parseRequest } from './requests.js';
 import { Router } from './router.js';
 import { PROVIDERS } from './providers/index.js';
@@ -51,6 +52,9 @@ export class WorkerSession {
         return;
       case 'ping':
         this.#port.send({ t: 'pong', id: frame.id });
+        return;
+      case 'probe':
+        void probeUpstream(frame).then((result) => this.#port.send(result));
         return;
     }
   }

@@ -12,6 +12,7 @@ import type { AliasRoute, RoutingConfig, RuleRoute, Timeouts, MockSettings } fro
 import { PROVIDER_INFO, isProviderName, type ProviderName } from '../../protocol/providers.js';
 import { configFileSchema, unsupportedKeys, type ParamsInput } from './schema.js';
 import { DEMO_CONFIG_YAML } from './demo.js';
+import { HealthSettingsError, healthSettingsFromEnv } from '../health/settings.js';
 
 export const DEFAULTS = {
   host: '0.0.0.0',
@@ -22,7 +23,16 @@ export const DEFAULTS = {
   logLevel: 'info',
   timeouts: { connectMs: 10_000, headersMs: 600_000, idleMs: 600_000, totalMs: 600_000 },
   mock: { latencyMs: 0, streamChunks: 8, chunkIntervalMs: 0, embeddingDimensions: 16 },
+  health: { checkTimeoutMs: 5_000, startupDelayMs: 0, cacheTtlMs: 1_000, probeBudgetMs: 900, eventLoopDelayMs: 200 },
 } as const;
+
+export interface HealthConfig {
+  readonly checkTimeoutMs: number;
+  readonly startupDelayMs: number;
+  readonly cacheTtlMs: number;
+  readonly probeBudgetMs: number;
+  readonly eventLoopDelayMs: number;
+}
 
 export interface GatewayConfig {
   /** The file path, or `embedded demo config`. */
@@ -38,6 +48,7 @@ export interface GatewayConfig {
   /** True when no key was configured and one was made at start (it is logged once). */
   readonly apiKeyGenerated: boolean;
   readonly routing: RoutingConfig;
+  readonly health: HealthConfig;
   /** One line per config key we read but do not support. */
   readonly warnings: readonly string[];
 }
@@ -95,6 +106,23 @@ export function parseConfig(text: string, source: string, env: Env = process.env
   const e = envParsed.data;
 
   const warnings = unsupportedKeys(file).map((key) => `${source}: "${key}" is not supported by Switchyard and is ignored`);
+  let toolkit: ReturnType<typeof healthSettingsFromEnv>;
+  try {
+    toolkit = healthSettingsFromEnv(env);
+  } catch (err) {
+    if (err instanceof HealthSettingsError) throw new ConfigError(`environment: ${err.message}`);
+    throw err;
+  }
+  const h = file.health;
+  const secondsOr = (value: number | undefined, fallback: number) => (value === undefined ? fallback : Math.round(value * 1000));
+  const health: HealthConfig = Object.freeze({
+    // TOOLKIT_HEALTH_* win over the file when set (environment overrides config).
+    checkTimeoutMs: env.TOOLKIT_HEALTH_CHECK_TIMEOUT ? toolkit.defaultTimeoutMs : secondsOr(h?.check_timeout, DEFAULTS.health.checkTimeoutMs),
+    startupDelayMs: env.TOOLKIT_HEALTH_STARTUP_DELAY ? toolkit.startupDelayMs : secondsOr(h?.startup_delay, DEFAULTS.health.startupDelayMs),
+    cacheTtlMs: secondsOr(h?.cache_ttl, DEFAULTS.health.cacheTtlMs),
+    probeBudgetMs: secondsOr(h?.probe_budget, DEFAULTS.health.probeBudgetMs),
+    eventLoopDelayMs: secondsOr(h?.event_loop_delay_threshold, DEFAULTS.health.eventLoopDelayMs),
+  });
   const maxResponseBodyBytes = e.GATEWAY_MAX_RESPONSE_BYTES ?? file.limits?.max_response_body_bytes ?? DEFAULTS.maxResponseBodyBytes;
 
   const aliases: AliasRoute[] = file.model_list.map((entry, i) => {
@@ -126,6 +154,7 @@ export function parseConfig(text: string, source: string, env: Env = process.env
     logLevel: e.LOG_LEVEL ?? DEFAULTS.logLevel,
     apiKeys: Object.freeze(apiKeys),
     apiKeyGenerated,
+    health,
     routing: Object.freeze({ version, aliases: Object.freeze(aliases), rules: Object.freeze(rules), maxResponseBodyBytes }),
     warnings: Object.freeze(warnings),
   });

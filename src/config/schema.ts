@@ -54,11 +54,26 @@ const serverSchema = z.looseObject({
   stream_keepalive_interval: seconds.optional(),
 });
 
+/** Probe behaviour; durations in seconds. TOOLKIT_HEALTH_* variables override. */
+const healthSchema = z.looseObject({
+  /** Default per-check timeout. */
+  check_timeout: seconds.optional(),
+  /** Readiness warm-up window. */
+  startup_delay: z.number().nonnegative().finite().optional(),
+  /** How long a completed health run is reused by later probes. */
+  cache_ttl: z.number().nonnegative().finite().optional(),
+  /** The longest a probe waits for a run before answering from the last result. */
+  probe_budget: seconds.optional(),
+  /** Event-loop delay (p99 since the last check) above which `event_loop` is degraded. */
+  event_loop_delay_threshold: seconds.optional(),
+});
+
 export const configFileSchema = z.looseObject({
   model_list: z.array(modelEntrySchema).default([]),
   route_rules: z.array(routeRuleSchema).default([]),
   limits: limitsSchema.optional(),
   server: serverSchema.optional(),
+  health: healthSchema.optional(),
 });
 
 export type ConfigFile = z.infer<typeof configFileSchema>;
@@ -84,5 +99,6 @@ export function unsupportedKeys(file: ConfigFile): string[] {
   });
   if (file.limits) extra(file.limits, Object.keys(limitsSchema.shape), 'limits.');
   if (file.server) extra(file.server, Object.keys(serverSchema.shape), 'server.');
+  if (file.health) extra(file.health, Object.keys(healthSchema.shape), 'health.');
   return found;
 }

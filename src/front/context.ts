@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { GatewayConfig } from '../config/load.js';
 import type { Metrics } from '../metrics/registry.js';
 import type { Counters } from '../supervisor/counters.js';
+import type { HealthSupervisor } from '../supervisor/health-supervisor.js';
 import type { WorkerPool } from '../supervisor/worker-pool.js';
 import type { BearerAuth } from './auth.js';
 import type { StreamKeepalive } from './keepalive.js';
@@ -12,6 +13,7 @@ export interface FrontContext {
   config: GatewayConfig;
   readonly auth: BearerAuth;
   readonly pool: WorkerPool;
+  readonly health: HealthSupervisor;
   readonly metrics: Metrics;
   readonly counters: Counters;
   readonly log: Logger;

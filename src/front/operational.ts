@@ -5,6 +5,7 @@
  */
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import type { AliasRoute } from '../../protocol/config.js';
+import { httpStatusOf } from '../health/types.js';
 import { VERSION } from '../version.js';
 import type { FrontContext } from './context.js';
 import { send, sendError, sendJson, type Exchange } from './http.js';
@@ -16,22 +17,24 @@ export function live(ex: Exchange): void {
   send(ex, 200, 'application/json', LIVE_BODY);
 }
 
-type CheckStatus = 'healthy' | 'degraded' | 'unhealthy';
-
-/** spec 000, States: ready when at least one configured route has provider credentials. */
-function credentialsCheck(ctx: FrontContext): { name: string; status: CheckStatus; duration_ms: number; reason?: string } {
-  const { aliases, rules } = ctx.config.routing;
-  const usable = [...aliases, ...rules].some((r) => r.credentials !== 'missing');
-  return usable
-    ? { name: 'provider_credentials', status: 'healthy', duration_ms: 0 }
-    : { name: 'provider_credentials', status: 'unhealthy', duration_ms: 0, reason: 'no configured route has provider credentials' };
-}
-
-/** spec 001, Health report: 200 unless a check is unhealthy. */
-export function healthReport(ctx: FrontContext, ex: Exchange, probe: 'liveness' | 'readiness'): void {
-  const checks = [credentialsCheck(ctx)];
-  const status: CheckStatus = checks.some((c) => c.status === 'unhealthy') ? 'unhealthy' : checks.some((c) => c.status === 'degraded') ? 'degraded' : 'healthy';
-  sendJson(ex, status === 'unhealthy' ? 503 : 200, { status, checks, timestamp: new Date().toISOString(), probe_type: probe });
+/**
+ * spec 001, Health report, through the supervisor's single-flight cache:
+ * 200 unless unhealthy (503). A report served from an earlier run carries
+ * its age (`age_ms`), and `stale: true` when the current run outlasted the
+ * probe budget.
+ */
+export function healthReport(ctx: FrontContext, ex: Exchange, res: HttpResponse, probe: 'liveness' | 'readiness'): void {
+  res.onAborted(() => {
+    ex.aborted = true;
+  });
+  const pending = probe === 'liveness' ? ctx.health.liveness() : ctx.health.readiness();
+  pending.then(
+    ({ report, ageMs, stale }) => {
+      const body = ageMs > 0 || stale ? { ...report, age_ms: Math.round(ageMs), ...(stale && { stale: true }) } : report;
+      sendJson(ex, httpStatusOf(report), body);
+    },
+    () => sendError(ex, 'internal_error', 'the health run failed'),
+  );
 }
 
 export function status(ctx: FrontContext, ex: Exchange): void {

@@ -67,9 +67,9 @@ function operational(ctx: FrontContext, kind: Exclude<RouteKind, 'chat' | 'embed
     case 'live':
       return (ex) => ops.live(ex);
     case 'ready':
-      return (ex) => ops.healthReport(ctx, ex, 'readiness');
+      return (ex, _req, res) => ops.healthReport(ctx, ex, res, 'readiness');
     case 'health':
-      return (ex) => ops.healthReport(ctx, ex, 'liveness');
+      return (ex, _req, res) => ops.healthReport(ctx, ex, res, 'liveness');
     case 'status':
       return (ex) => ops.status(ctx, ex);
     case 'status_models':

@@ -21,6 +21,8 @@ import {
   type FromWorker,
   type HeadFrame,
   type Operation,
+  type PongFrame,
+  type ProbedFrame,
   type ReplyFrame,
   type ToWorker,
 } from '../../protocol/frames.js';
@@ -57,7 +59,8 @@ export class WorkerPool {
   readonly #piscina: Piscina;
   readonly #slots: Slot[] = [];
   readonly #pending = new Map<number, Pending>();
-  readonly #pings = new Map<number, () => void>();
+  /** Pings and probes waiting for their answer, by frame id. */
+  readonly #control = new Map<number, (frame: PongFrame | ProbedFrame) => void>();
   readonly #log: Logger;
   #routing: RoutingConfig;
   #nextId = 1;
@@ -121,23 +124,31 @@ export class WorkerPool {
   /** Resolves with the time each worker took to answer a ping, or null for one that did not answer in time. */
   ping(timeoutMs: number): Promise<Array<number | null>> {
     return Promise.all(
-      this.#slots.map(
-        (slot) =>
-          new Promise<number | null>((resolve) => {
-            const id = this.#nextId++;
-            const started = performance.now();
-            const timer = setTimeout(() => {
-              this.#pings.delete(id);
-              resolve(null);
-            }, timeoutMs);
-            this.#pings.set(id, () => {
-              clearTimeout(timer);
-              resolve(performance.now() - started);
-            });
-            slot.port.send({ t: 'ping', id });
-          }),
-      ),
+      this.#slots.map((slot) => {
+        const started = performance.now();
+        return this.#ask(slot, timeoutMs, (id) => ({ t: 'ping', id })).then((frame) => (frame ? performance.now() - started : null));
+      }),
     );
+  }
+
+  /** Asks the least busy worker to probe an upstream; null when the worker itself did not answer in time. */
+  probe(apiBase: string, apiKey: string | null, timeoutMs: number): Promise<ProbedFrame | null> {
+    return this.#ask(this.#leastBusy(), timeoutMs + 250, (id) => ({ t: 'probe', id, apiBase, apiKey, timeoutMs })) as Promise<ProbedFrame | null>;
+  }
+
+  #ask(slot: Slot, timeoutMs: number, frame: (id: number) => ToWorker): Promise<PongFrame | ProbedFrame | null> {
+    return new Promise((resolve) => {
+      const id = this.#nextId++;
+      const timer = setTimeout(() => {
+        this.#control.delete(id);
+        resolve(null);
+      }, timeoutMs);
+      this.#control.set(id, (answer) => {
+        clearTimeout(timer);
+        resolve(answer);
+      });
+      slot.port.send(frame(id));
+    });
   }
 
   stats(): PoolStats {
@@ -181,10 +192,10 @@ export class WorkerPool {
   }
 
   #onFrame(frame: FromWorker, payload: Uint8Array | undefined): void {
-    if (frame.t === 'pong') {
-      const done = this.#pings.get(frame.id);
-      this.#pings.delete(frame.id);
-      done?.();
+    if (frame.t === 'pong' || frame.t === 'probed') {
+      const done = this.#control.get(frame.id);
+      this.#control.delete(frame.id);
+      done?.(frame);
       return;
     }
     const pending = this.#pending.get(frame.id);

@@ -1,0 +1,83 @@
+/**
+ * The gateway's own health checks (issue 3): provider credentials
+ * (required; spec 000 readiness rule), the worker pool, the event loop, and
+ * one optional reachability check per distinct upstream origin, run inside
+ * the worker pool so the front thread never does provider I/O.
+ */
+import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
+import type { RoutingConfig, Upstream } from '../../protocol/config.js';
+import { Health, type HealthCheck } from '../health/types.js';
+import type { WorkerPool } from './worker-pool.js';
+
+/** Calls in flight per worker past which the pool counts as saturated (degraded, still serving). */
+export const SATURATION_PER_WORKER = 512;
+
+/** spec 000, States: ready when at least one configured route has provider credentials. */
+export function credentialsCheck(routing: () => RoutingConfig): HealthCheck {
+  return {
+    name: 'provider_credentials',
+    check: () => {
+      const { aliases, rules } = routing();
+      const routes = [...aliases, ...rules];
+      if (routes.some((r) => r.credentials !== 'missing')) return Health.healthy();
+      return Health.unhealthy(routes.length === 0 ? 'no routes are configured' : 'no configured route has provider credentials');
+    },
+  };
+}
+
+/** Every worker answers a ping over the protocol within the check's timeout. */
+export function workerPoolCheck(pool: WorkerPool, timeoutMs: number): HealthCheck {
+  return {
+    name: 'worker_pool',
+    timeoutMs,
+    check: async () => {
+      const answers = await pool.ping(Math.max(1, timeoutMs - 50));
+      const silent = answers.flatMap((ms, i) => (ms === null ? [i] : []));
+      if (silent.length > 0) return Health.unhealthy(`worker(s) ${silent.join(', ')} did not answer a ping within ${timeoutMs} ms`);
+      const { inFlight, workers, restarts } = pool.stats();
+      if (inFlight >= workers * SATURATION_PER_WORKER) return Health.degraded(`pool saturated: ${inFlight} calls in flight on ${workers} workers`);
+      if (restarts > 0) return Health.degraded(`${restarts} worker restart(s) since start`);
+      return Health.healthy();
+    },
+  };
+}
+
+/** Degraded when the event loop's p99 delay since the last check passes the threshold. */
+export function eventLoopCheck(thresholdMs: number): HealthCheck & { stop(): void } {
+  const histogram: IntervalHistogram = monitorEventLoopDelay({ resolution: 10 });
+  histogram.enable();
+  return {
+    name: 'event_loop',
+    check: () => {
+      const p99 = histogram.percentile(99) / 1e6;
+      histogram.reset();
+      return p99 > thresholdMs ? Health.degraded(`event-loop delay p99 ${Math.round(p99)} ms over ${thresholdMs} ms`) : Health.healthy();
+    },
+    stop: () => histogram.disable(),
+  };
+}
+
+/** One optional check per distinct upstream origin (not required for readiness). */
+export function upstreamChecks(routing: RoutingConfig, pool: WorkerPool, timeoutMs: number): HealthCheck[] {
+  const byOrigin = new Map<string, Upstream | RoutingConfig['rules'][number]>();
+  for (const route of [...routing.aliases, ...routing.rules]) {
+    if (route.apiBase === null) continue;
+    const origin = new URL(route.apiBase).origin;
+    const seen = byOrigin.get(origin);
+    // Prefer a route with a key, so an authenticated GET /models can succeed.
+    if (!seen || (!seen.apiKey && route.apiKey)) byOrigin.set(origin, route);
+  }
+  return [...byOrigin].map(([origin, route]) => ({
+    name: `upstream:${origin}`,
+    requiredForReadiness: false,
+    timeoutMs,
+    check: async () => {
+      const answer = await pool.probe(route.apiBase as string, route.apiKey, Math.max(1, timeoutMs - 300));
+      if (answer === null) return Health.unhealthy('no worker answered the probe');
+      if (answer.status === null) return Health.unhealthy(`unreachable: ${answer.error ?? 'no answer'}`);
+      if (answer.status === 401 || answer.status === 403) return Health.degraded(`reachable, but the provider refused the credentials (${answer.status})`);
+      if (answer.status >= 500) return Health.degraded(`reachable, but answered ${answer.status}`);
+      return Health.healthy();
+    },
+  }));
+}

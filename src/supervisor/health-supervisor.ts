@@ -1,0 +1,85 @@
+/**
+ * Drives the health registry for the gateway: builds it from the config
+ * (the gateway's own checks plus any an embedder registered), and serves
+ * probes through single-flight, TTL-cached, budget-bounded runs. A reload
+ * builds a new registry and swaps it whole; the warm-up window keeps
+ * counting from the process start.
+ */
+import type { Logger } from 'pino';
+import type { GatewayConfig } from '../config/load.js';
+import { ProbeCache, type CachedReport } from '../health/probe-cache.js';
+import { HealthRegistry } from '../health/registry.js';
+import type { HealthCheck } from '../health/types.js';
+import { credentialsCheck, eventLoopCheck, upstreamChecks, workerPoolCheck } from './gateway-checks.js';
+import type { WorkerPool } from './worker-pool.js';
+
+export class HealthSupervisor {
+  readonly #pool: WorkerPool;
+  readonly #log: Logger;
+  readonly #readyAt: number;
+  readonly #extra: HealthCheck[] = [];
+  #config: GatewayConfig;
+  #eventLoop: ReturnType<typeof eventLoopCheck>;
+  #registry!: HealthRegistry;
+  #liveness!: ProbeCache;
+  #readiness!: ProbeCache;
+
+  constructor(config: GatewayConfig, pool: WorkerPool, log: Logger) {
+    this.#config = config;
+    this.#pool = pool;
+    this.#log = log;
+    this.#readyAt = Date.now() + config.health.startupDelayMs;
+    this.#eventLoop = eventLoopCheck(config.health.eventLoopDelayMs);
+    this.#build();
+  }
+
+  /** Adds an embedder's check; it survives reloads. Duplicate names are refused. */
+  register(check: HealthCheck): void {
+    this.#registry.register(check);
+    this.#extra.push(check);
+  }
+
+  get registry(): HealthRegistry {
+    return this.#registry;
+  }
+
+  liveness(): Promise<CachedReport> {
+    return this.#liveness.get();
+  }
+
+  readiness(): Promise<CachedReport> {
+    return this.#readiness.get();
+  }
+
+  reload(config: GatewayConfig): void {
+    this.#config = config;
+    this.#eventLoop.stop();
+    this.#eventLoop = eventLoopCheck(config.health.eventLoopDelayMs);
+    this.#build();
+  }
+
+  stop(): void {
+    this.#eventLoop.stop();
+  }
+
+  #build(): void {
+    const { health, routing, apiKeys } = this.#config;
+    const secrets = [...apiKeys, ...[...routing.aliases, ...routing.rules].flatMap((r) => (r.apiKey ? [r.apiKey] : []))];
+    const registry = new HealthRegistry({
+      defaultTimeoutMs: health.checkTimeoutMs,
+      startupDelayMs: Math.max(0, this.#readyAt - Date.now()),
+      logger: this.#log,
+      secrets,
+    });
+    const config = this.#config;
+    registry.register(credentialsCheck(() => config.routing));
+    registry.register(workerPoolCheck(this.#pool, Math.min(health.checkTimeoutMs, health.probeBudgetMs)));
+    registry.register(this.#eventLoop);
+    for (const check of upstreamChecks(routing, this.#pool, health.checkTimeoutMs)) registry.register(check);
+    for (const check of this.#extra) registry.register(check);
+    this.#registry = registry;
+    const options = { ttlMs: health.cacheTtlMs, budgetMs: health.probeBudgetMs };
+    this.#liveness = new ProbeCache(() => registry.checkLiveness(), { ...options, probe: 'liveness' });
+    this.#readiness = new ProbeCache(() => registry.checkReadiness(), { ...options, probe: 'readiness' });
+  }
+}
