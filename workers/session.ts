@@ -11,7 +11,7 @@ import type { CallFrame, FromWorker, HeaderList, RouteLabels, ToWorker, Usage } 
 import { GatewayError, isErrorCode, type ErrorCode } from '../src/errors.js';
 import { Flow } from './flow.js';
 import { probeUpstream } from './probe.js';
-import { parseRequest } from './requests.js';
+import { parseRequest } from '../protocol/requests.js';
 import { Router } from './router.js';
 import { PROVIDERS } from './providers/index.js';
 import type { ResponseSink } from './providers/adapter.js';

@@ -4,6 +4,10 @@
  * answers, and the test that keeps `openapi.yaml` in step with the server.
  */
 
+import { z, type ZodType } from 'zod';
+import { chatRequestSchema, chatResponseSchema, embeddingsRequestSchema, embeddingsResponseSchema, modelListSchema } from '../../protocol/requests.js';
+import { gatewayStatusSchema, modelStatusListSchema, modelStatusSchema } from './status-schemas.js';
+
 export type HttpMethod = 'GET' | 'POST';
 
 /** `bearer`: spec 000 Authentication (plus POST /v1/embeddings, CONTRACT.md). */
@@ -20,7 +24,28 @@ export type RouteKind =
   | 'status'
   | 'status_models'
   | 'status_model'
-  | 'metrics';
+  | 'metrics'
+  | 'agent'
+  | 'manifest'
+  | 'docs';
+
+/**
+ * A route that is a callable operation for agents (spec 001, Tool
+ * definition); `input`/`output` are zod schemas, turned into the
+ * manifest's JSON Schemas.
+ */
+export interface ToolSpec {
+  readonly name: string;
+  readonly description: string;
+  readonly scopes: readonly string[];
+  /** `write`: the call spends provider quota or credit; `read`: it only reads gateway state. */
+  readonly effect: 'read' | 'write';
+  readonly idempotent: boolean;
+  /** True for operations that enqueue a job and answer before it runs; none of the gateway's do. */
+  readonly enqueuesJob: boolean;
+  readonly input: ZodType;
+  readonly output: ZodType;
+}
 
 export interface RouteSpec {
   readonly method: HttpMethod;
@@ -29,20 +54,86 @@ export interface RouteSpec {
   readonly auth: RouteAuth;
   readonly kind: RouteKind;
   readonly summary: string;
+  readonly tool?: ToolSpec;
 }
 
+const noInput = z.object({});
+
 export const ROUTES: readonly RouteSpec[] = [
-  { method: 'POST', path: '/v1/chat/completions', auth: 'bearer', kind: 'chat', summary: 'Chat completion, streamed as SSE when stream is true' },
-  { method: 'POST', path: '/v1/embeddings', auth: 'bearer', kind: 'embeddings', summary: 'Embeddings for a string or an array of strings' },
-  { method: 'GET', path: '/v1/models', auth: 'bearer', kind: 'models', summary: 'The configured model_list aliases' },
+  {
+    method: 'POST',
+    path: '/v1/chat/completions',
+    auth: 'bearer',
+    kind: 'chat',
+    summary: 'Chat completion, streamed as SSE when stream is true',
+    tool: {
+      name: 'create_chat_completion',
+      description: 'Sends a chat conversation to the model a configured alias routes to and returns its completion (or an SSE stream with stream: true).',
+      scopes: ['chat:create'],
+      effect: 'write',
+      idempotent: false,
+      enqueuesJob: false,
+      input: chatRequestSchema,
+      output: chatResponseSchema,
+    },
+  },
+  {
+    method: 'POST',
+    path: '/v1/embeddings',
+    auth: 'bearer',
+    kind: 'embeddings',
+    summary: 'Embeddings for a string or an array of strings',
+    tool: {
+      name: 'create_embeddings',
+      description: 'Returns embedding vectors for a string or an array of strings from the model a configured alias routes to.',
+      scopes: ['embeddings:create'],
+      effect: 'write',
+      idempotent: true,
+      enqueuesJob: false,
+      input: embeddingsRequestSchema,
+      output: embeddingsResponseSchema,
+    },
+  },
+  {
+    method: 'GET',
+    path: '/v1/models',
+    auth: 'bearer',
+    kind: 'models',
+    summary: 'The configured model_list aliases',
+    tool: { name: 'list_models', description: 'Lists the model aliases callers may send as "model".', scopes: ['models:read'], effect: 'read', idempotent: true, enqueuesJob: false, input: noInput, output: modelListSchema },
+  },
   { method: 'GET', path: '/health/live', auth: 'none', kind: 'live', summary: 'Liveness: the process answers; runs no checks' },
   { method: 'GET', path: '/health/liveliness', auth: 'none', kind: 'live', summary: 'Liveness (LiteLLM-compatible path); runs no checks' },
   { method: 'GET', path: '/health', auth: 'none', kind: 'health', summary: 'Health report of every registered check' },
   { method: 'GET', path: '/ready', auth: 'none', kind: 'ready', summary: 'Readiness: 200 when at least one route has provider credentials, else 503' },
-  { method: 'GET', path: '/status', auth: 'none', kind: 'status', summary: 'Gateway counters and the configured model count' },
-  { method: 'GET', path: '/status/models', auth: 'bearer', kind: 'status_models', summary: 'Route and credential status of every alias' },
-  { method: 'GET', path: '/status/models/{model}', auth: 'bearer', kind: 'status_model', summary: 'Route and credential status of one alias' },
+  {
+    method: 'GET',
+    path: '/status',
+    auth: 'none',
+    kind: 'status',
+    summary: 'Gateway counters and the configured model count',
+    tool: { name: 'get_gateway_status', description: 'Gateway counters, uptime, worker count and the number of configured models.', scopes: ['status:read'], effect: 'read', idempotent: true, enqueuesJob: false, input: noInput, output: gatewayStatusSchema },
+  },
+  {
+    method: 'GET',
+    path: '/status/models',
+    auth: 'bearer',
+    kind: 'status_models',
+    summary: 'Route and credential status of every alias',
+    tool: { name: 'list_model_status', description: 'Route and credential status of every configured alias (never the keys).', scopes: ['status:read'], effect: 'read', idempotent: true, enqueuesJob: false, input: noInput, output: modelStatusListSchema },
+  },
+  {
+    method: 'GET',
+    path: '/status/models/{model}',
+    auth: 'bearer',
+    kind: 'status_model',
+    summary: 'Route and credential status of one alias',
+    tool: { name: 'get_model_status', description: 'Route and credential status of one configured alias.', scopes: ['status:read'], effect: 'read', idempotent: true, enqueuesJob: false, input: z.object({ model: z.string().min(1) }), output: modelStatusSchema },
+  },
   { method: 'GET', path: '/metrics', auth: 'none', kind: 'metrics', summary: 'Prometheus text exposition' },
+  { method: 'GET', path: '/agent', auth: 'none', kind: 'agent', summary: 'Agent description: name, version, description, storage mode' },
+  { method: 'GET', path: '/agent/manifest', auth: 'none', kind: 'manifest', summary: 'Agent manifest: the description plus a tool per callable operation' },
+  { method: 'GET', path: '/docs', auth: 'none', kind: 'docs', summary: 'HTML summary of the API, generated from the route table' },
 ];
 
 /** `/status/models/{model}` → `/status/models/:model`, the uWS pattern syntax. */

@@ -6,7 +6,8 @@
 import uws from 'uWebSockets.js';
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import type { FrontContext } from './context.js';
-import { sendError, type Exchange } from './http.js';
+import { agentDescription, buildDocsHtml, buildManifest } from '../discovery/agent.js';
+import { send, sendError, type Exchange } from './http.js';
 import * as ops from './operational.js';
 import { providerHandler } from './proxy.js';
 import { requestIdFrom } from './request-id.js';
@@ -80,5 +81,17 @@ function operational(ctx: FrontContext, kind: Exclude<RouteKind, 'chat' | 'embed
       return (ex) => ops.models(ctx, ex);
     case 'metrics':
       return (ex, _req, res) => ops.metrics(ctx, ex, res);
+    case 'agent': {
+      const body = JSON.stringify(agentDescription);
+      return (ex) => send(ex, 200, 'application/json', body);
+    }
+    case 'manifest': {
+      const body = JSON.stringify(buildManifest());
+      return (ex) => send(ex, 200, 'application/json', body);
+    }
+    case 'docs': {
+      const body = buildDocsHtml();
+      return (ex) => send(ex, 200, 'text/html; charset=utf-8', body);
+    }
   }
 }

@@ -1,12 +1,13 @@
 /**
- * Request bodies: bytes → JSON → zod, in the worker (the front never parses
- * a body). The schemas check only the fields the gateway relies on; the
- * rest of the body is forwarded untouched. The same schemas produce the
- * JSON Schemas of the agent manifest.
+ * Request and response schemas of the provider operations. Workers use
+ * `parseRequest` (bytes → JSON → zod; the front never parses a body); the
+ * front turns the same schemas into the JSON Schemas of the agent manifest.
+ * The schemas check only the fields the gateway relies on; the rest of a
+ * body is forwarded untouched.
  */
 import { z } from 'zod';
 import { GatewayError } from '../src/errors.js';
-import type { Operation } from '../protocol/frames.js';
+import type { Operation } from './frames.js';
 
 const message = z.looseObject({
   role: z.string().min(1),
@@ -59,3 +60,25 @@ function describe(error: z.ZodError): string {
   const missing = issue.code === 'invalid_type' && (issue as { input?: unknown }).input === undefined;
   return missing ? `"${path}" is required` : `"${path}": ${issue.message}`;
 }
+
+// Response shapes, for the manifest: the compatible format, loosely (providers add fields).
+export const chatResponseSchema = z.looseObject({
+  id: z.string(),
+  object: z.literal('chat.completion'),
+  created: z.number().int(),
+  model: z.string(),
+  choices: z.array(z.looseObject({ index: z.number().int(), message: z.looseObject({ role: z.string(), content: z.string().nullable() }), finish_reason: z.string().nullable() })),
+  usage: z.looseObject({ prompt_tokens: z.number().int(), completion_tokens: z.number().int(), total_tokens: z.number().int() }).optional(),
+});
+
+export const embeddingsResponseSchema = z.looseObject({
+  object: z.literal('list'),
+  data: z.array(z.looseObject({ object: z.literal('embedding'), index: z.number().int(), embedding: z.union([z.array(z.number()), z.string()]) })),
+  model: z.string(),
+  usage: z.looseObject({ prompt_tokens: z.number().int(), total_tokens: z.number().int() }).optional(),
+});
+
+export const modelListSchema = z.object({
+  object: z.literal('list'),
+  data: z.array(z.object({ id: z.string(), object: z.literal('model'), created: z.number().int(), owned_by: z.string() })),
+});

@@ -1,0 +1,36 @@
+/** Shapes of the /status answers, for the agent manifest (src/front/operational.ts builds them). */
+import { z } from 'zod';
+
+export const gatewayStatusSchema = z.object({
+  object: z.literal('status'),
+  version: z.string(),
+  uptime_seconds: z.number().int(),
+  uws_native: z.boolean(),
+  workers: z.number().int(),
+  worker_restarts: z.number().int(),
+  models_configured: z.number().int(),
+  route_rules: z.number().int(),
+  config_version: z.number().int(),
+  requests: z.object({
+    total: z.number().int(),
+    in_flight: z.number().int(),
+    streams_open: z.number().int(),
+    success: z.number().int(),
+    client_errors: z.number().int(),
+    server_errors: z.number().int(),
+    upstream_errors: z.number().int(),
+  }),
+});
+
+export const modelStatusSchema = z.object({
+  alias: z.string(),
+  provider: z.string(),
+  upstream_model: z.string(),
+  api_base: z.string().nullable(),
+  credentials: z.enum(['present', 'missing', 'not_required']),
+  credentials_source: z.string().nullable(),
+  routable: z.boolean(),
+  deployments: z.number().int(),
+});
+
+export const modelStatusListSchema = z.object({ object: z.literal('list'), data: z.array(modelStatusSchema) });
