@@ -8,3 +8,4 @@ export { createLogger } from './logging.js';
 export { ERRORS, GatewayError, errorBody, type ErrorCode } from './errors.js';
 export { ROUTES, type RouteSpec } from './front/routes.js';
 export { VERSION } from './version.js';
+export * from './health/index.js';
