@@ -24,6 +24,6 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
       redact: { paths: REDACT_PATHS, censor: '[redacted]' },
       timestamp: pino.stdTimeFunctions.isoTime,
     },
-    destination ?? pino.destination({ dest: 1, sync: false, minLength: 4096 }),
+    destination ?? pino.destination({ dest: 1, sync: false }),
   );
 }

@@ -8,7 +8,12 @@ import type { Operation, Usage } from '../protocol/frames.js';
 import { GatewayError } from '../src/errors.js';
 
 /** Reads a whole body into one buffer of its own (so it can be transferred), failing past `limit` bytes. */
-export async function readBody(body: Dispatcher.ResponseData['body'], contentLength: string | string[] | undefined, limit: number): Promise<Uint8Array> {
+export async function readBody(
+  body: Dispatcher.ResponseData['body'],
+  contentLength: string | string[] | undefined,
+  limit: number,
+  onChunk?: () => void,
+): Promise<Uint8Array> {
   const declared = Number(contentLength);
   if (Number.isFinite(declared) && declared > limit) {
     body.destroy();
@@ -17,6 +22,7 @@ export async function readBody(body: Dispatcher.ResponseData['body'], contentLen
   const chunks: Buffer[] = [];
   let total = 0;
   for await (const chunk of body as AsyncIterable<Buffer>) {
+    onChunk?.();
     total += chunk.length;
     if (total > limit) {
       body.destroy();

@@ -60,12 +60,20 @@ export class ConfigError extends Error {
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
+/** A whole decimal number in an environment variable: no blanks, hex or exponents. */
+const envInt = (min: number, max: number) =>
+  z
+    .string()
+    .regex(/^\d+$/, 'must be a whole decimal number')
+    .transform(Number)
+    .pipe(z.number().int().min(min).max(max));
+
 const envSchema = z.object({
-  PORT: z.coerce.number().int().min(0).max(65_535).optional(),
+  PORT: envInt(0, 65_535).optional(),
   HOST: z.string().min(1).optional(),
-  GATEWAY_WORKERS: z.coerce.number().int().positive().max(256).optional(),
-  GATEWAY_MAX_BODY_BYTES: z.coerce.number().int().positive().optional(),
-  GATEWAY_MAX_RESPONSE_BYTES: z.coerce.number().int().positive().optional(),
+  GATEWAY_WORKERS: envInt(1, 256).optional(),
+  GATEWAY_MAX_BODY_BYTES: envInt(1, Number.MAX_SAFE_INTEGER).optional(),
+  GATEWAY_MAX_RESPONSE_BYTES: envInt(1, Number.MAX_SAFE_INTEGER).optional(),
   LOG_LEVEL: z.enum(LOG_LEVELS).optional(),
   GATEWAY_API_KEY: z.string().optional(),
   GATEWAY_API_KEYS: z.string().optional(),
@@ -75,7 +83,7 @@ type Env = Record<string, string | undefined>;
 
 export function loadConfig(env: Env = process.env, version = 1): GatewayConfig {
   const path = env.GATEWAY_CONFIG;
-  const source = path ?? 'embedded demo config';
+  const source = path ? path : 'embedded demo config';
   let text: string;
   if (path === undefined || path === '') text = DEMO_CONFIG_YAML;
   else {
@@ -127,11 +135,11 @@ export function parseConfig(text: string, source: string, env: Env = process.env
 
   const aliases: AliasRoute[] = file.model_list.map((entry, i) => {
     const params = entry.params ?? entry.litellm_params;
-    const at = `model_list[${i}]`;
-    if (!params) throw new ConfigError(`${source}: ${at}: needs "params" (or "litellm_params") with a "model"`);
+    const at = `model_list[${i}].${entry.params ? 'params' : 'litellm_params'}`;
+    if (!params) throw new ConfigError(`${source}: model_list[${i}]: needs "params" (or "litellm_params") with a "model"`);
     const slash = params.model.indexOf('/');
     const provider = params.model.slice(0, slash);
-    if (!isProviderName(provider)) throw new ConfigError(`${source}: ${at}.params.model: unknown provider "${provider}" (known: ${Object.keys(PROVIDER_INFO).join(', ')})`);
+    if (!isProviderName(provider)) throw new ConfigError(`${source}: ${at}.model: unknown provider "${provider}" (known: ${Object.keys(PROVIDER_INFO).join(', ')})`);
     return Object.freeze({ alias: entry.model_name, upstreamModel: params.model.slice(slash + 1), ...resolveUpstream(provider, params, env) });
   });
 

@@ -10,6 +10,7 @@ import { GatewayError } from '../../src/errors.js';
 import { VERSION } from '../../src/version.js';
 import { allowlistedHeaders } from '../rate-limit-headers.js';
 import { checkCompatible, looksLikeJson, readBody, usageOf } from '../response-body.js';
+import { Deadlines } from '../deadlines.js';
 import { SseParser } from '../sse.js';
 import { discard, toUpstreamError, upstreamRequest } from '../upstream-http.js';
 import type { ProviderAdapter, ProviderCall, ResponseSink } from './adapter.js';
@@ -27,7 +28,7 @@ export const openaiAdapter: ProviderAdapter = {
     const controller = new AbortController();
     const onCancel = () => controller.abort(call.signal.reason);
     call.signal.addEventListener('abort', onCancel, { once: true });
-    const timer = setTimeout(() => controller.abort(new GatewayError('upstream_timeout')), upstream.timeouts.totalMs);
+    const deadlines = new Deadlines(controller, upstream.timeouts);
     let answered = false;
     try {
       const headers: Record<string, string> = {
@@ -39,6 +40,7 @@ export const openaiAdapter: ProviderAdapter = {
       if (upstream.apiKey) headers.authorization = `Bearer ${upstream.apiKey}`;
       const res = await upstreamRequest(upstream, PATHS[call.op], JSON.stringify(call.body), headers, controller.signal);
       answered = true;
+      deadlines.headersArrived();
       const limit = call.maxResponseBytes;
       const passHeaders = allowlistedHeaders(res.headers);
       const status = res.statusCode;
@@ -52,7 +54,7 @@ export const openaiAdapter: ProviderAdapter = {
       }
       if (status >= 400) {
         // CONTRACT.md: provider 4xx pass through with their status and body.
-        const body = await readBody(res.body, res.headers['content-length'], limit);
+        const body = await readBody(res.body, res.headers['content-length'], limit, deadlines.touch);
         sink.reply(status, looksLikeJson(body) ? 'application/json' : 'text/plain; charset=utf-8', passHeaders, body, null, performance.now() - started);
         return;
       }
@@ -63,11 +65,11 @@ export const openaiAdapter: ProviderAdapter = {
           throw new GatewayError('upstream_invalid_response', 'the provider answered a stream request without an event stream');
         }
         sink.head(passHeaders);
-        const usage = await relayEvents(res.body, call, sink);
+        const usage = await relayEvents(res.body, call, sink, deadlines);
         sink.end(usage, performance.now() - started);
         return;
       }
-      const body = await readBody(res.body, res.headers['content-length'], limit);
+      const body = await readBody(res.body, res.headers['content-length'], limit, deadlines.touch);
       const usage = checkCompatible(call.op, body);
       sink.reply(status, 'application/json', passHeaders, body, usage, performance.now() - started);
     } catch (err) {
@@ -75,7 +77,7 @@ export const openaiAdapter: ProviderAdapter = {
       if (controller.signal.aborted && reason instanceof GatewayError) throw reason;
       throw toUpstreamError(err, answered);
     } finally {
-      clearTimeout(timer);
+      deadlines.clear();
       call.signal.removeEventListener('abort', onCancel);
     }
   },
@@ -87,7 +89,7 @@ const encoder = new TextEncoder();
  * Relays SSE events as they arrive: each upstream chunk's complete events
  * become one data frame. Pausing the flow pauses the upstream read.
  */
-function relayEvents(body: Dispatcher.ResponseData['body'], call: ProviderCall, sink: ResponseSink): Promise<Usage | null> {
+function relayEvents(body: Dispatcher.ResponseData['body'], call: ProviderCall, sink: ResponseSink, deadlines: Deadlines): Promise<Usage | null> {
   const parser = new SseParser(Math.min(MAX_EVENT_BYTES, call.maxResponseBytes));
   let usage: Usage | null = null;
   const forward = (events: string[]) => {
@@ -108,13 +110,22 @@ function relayEvents(body: Dispatcher.ResponseData['body'], call: ProviderCall, 
     sink.data(encoder.encode(out));
   };
   return new Promise<Usage | null>((resolve, reject) => {
-    const off = call.flow.onChange((paused) => (paused ? body.pause() : body.resume()));
+    const off = call.flow.onChange((paused) => {
+      if (paused) {
+        body.pause();
+        deadlines.hold();
+      } else {
+        deadlines.release();
+        body.resume();
+      }
+    });
     const fail = (err: unknown) => {
       off();
       body.destroy();
       reject(err);
     };
     body.on('data', (chunk: Buffer) => {
+      deadlines.touch();
       try {
         forward(parser.push(chunk));
       } catch (err) {
@@ -131,6 +142,9 @@ function relayEvents(body: Dispatcher.ResponseData['body'], call: ProviderCall, 
       }
     });
     body.once('error', fail);
-    if (call.flow.paused) body.pause();
+    if (call.flow.paused) {
+      body.pause();
+      deadlines.hold();
+    }
   });
 }

@@ -1,0 +1,57 @@
+// A fast fake OpenAI-compatible upstream for load runs (uWebSockets.js, so it
+// costs less than the gateway it measures). Answers are fixed bytes.
+// Usage: node loadtest/upstream.mjs [port]   (prints "listening <port>")
+import uws from 'uWebSockets.js';
+
+const port = Number(process.argv[2] ?? 0);
+const chat = JSON.stringify({
+  id: 'chatcmpl-bench', object: 'chat.completion', created: 1700000000, model: 'bench-model',
+  choices: [{ index: 0, message: { role: 'assistant', content: 'Hello from the bench upstream.' }, finish_reason: 'stop' }],
+  usage: { prompt_tokens: 9, completion_tokens: 7, total_tokens: 16 },
+});
+const chunk = (i) => `data: ${JSON.stringify({ id: 'chatcmpl-bench', object: 'chat.completion.chunk', created: 1700000000, model: 'bench-model', choices: [{ index: 0, delta: { content: `tok${i} ` }, finish_reason: null }] })}\n\n`;
+const stream20 = Array.from({ length: 20 }, (_, i) => chunk(i)).join('') + 'data: [DONE]\n\n';
+const vector = Array.from({ length: 1536 }, (_, i) => Math.round(Math.sin(i) * 1e6) / 1e6);
+const embeddings = JSON.stringify({
+  object: 'list', model: 'bench-embed',
+  data: Array.from({ length: 16 }, (_, index) => ({ object: 'embedding', index, embedding: vector })),
+  usage: { prompt_tokens: 64, total_tokens: 64 },
+});
+const models = JSON.stringify({ object: 'list', data: [{ id: 'bench-model', object: 'model', created: 0, owned_by: 'bench' }] });
+
+function readBody(res, done) {
+  let size = 0;
+  let stream = false;
+  const parts = [];
+  res.onAborted(() => { res.aborted = true; });
+  res.onData((ab, last) => {
+    size += ab.byteLength;
+    // Only the first bytes matter: is this a stream request?
+    if (parts.length < 2) parts.push(Buffer.from(ab.slice(0, 256)).toString());
+    if (last) {
+      stream = /"stream"\s*:\s*true/.test(parts.join(''));
+      if (!res.aborted) done(stream, size);
+    }
+  });
+}
+
+const app = uws.App();
+app.post('/v1/chat/completions', (res) => {
+  readBody(res, (stream) => {
+    res.cork(() => {
+      if (stream) res.writeStatus('200 OK').writeHeader('content-type', 'text/event-stream').end(stream20);
+      else res.writeStatus('200 OK').writeHeader('content-type', 'application/json').end(chat);
+    });
+  });
+});
+app.post('/v1/embeddings', (res) => {
+  readBody(res, () => res.cork(() => res.writeStatus('200 OK').writeHeader('content-type', 'application/json').end(embeddings)));
+});
+app.get('/v1/models', (res) => res.writeHeader('content-type', 'application/json').end(models));
+app.listen('127.0.0.1', port, (token) => {
+  if (!token) {
+    console.error('cannot listen');
+    process.exit(1);
+  }
+  console.log(`listening ${uws.us_socket_local_port(token)}`);
+});

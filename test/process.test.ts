@@ -1,0 +1,303 @@
+/**
+ * The built server as a process (CONTRACT.md: Start, Environment, Config
+ * file): `node dist/src/main.js` with a scrubbed environment, its stdout
+ * parsed as pino JSON lines.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import OpenAI from 'openai';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+
+const ROOT = resolve(import.meta.dirname, '..');
+const MAIN = join(ROOT, 'dist/src/main.js');
+/** "Within a few seconds of start". */
+const PROMPT_MS = 5_000;
+
+type LogLine = Record<string, unknown>;
+
+interface Proc {
+  readonly child: ChildProcess;
+  readonly startedAt: number;
+  stdout(): string;
+  stderr(): string;
+  /** Complete stdout lines, parsed; a line that is not JSON becomes `{ __raw: line }`. */
+  lines(): LogLine[];
+  exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  exited(): boolean;
+}
+
+const running: Proc[] = [];
+
+function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    if (k.startsWith('GATEWAY_') || k.startsWith('TOOLKIT_') || k === 'PORT' || k === 'HOST' || k === 'LOG_LEVEL') continue;
+    env[k] = v;
+  }
+  return { ...env, HOST: '127.0.0.1', GATEWAY_WORKERS: '2', ...extra };
+}
+
+function start(extra: Record<string, string>): Proc {
+  let out = '';
+  let err = '';
+  let done = false;
+  const child = spawn(process.execPath, [MAIN], { cwd: ROOT, env: childEnv(extra), stdio: ['ignore', 'pipe', 'pipe'] });
+  child.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
+  child.stderr!.setEncoding('utf8').on('data', (d: string) => (err += d));
+  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) =>
+    child.on('exit', (code, signal) => {
+      done = true;
+      res({ code, signal });
+    }),
+  );
+  const proc: Proc = {
+    child,
+    startedAt: Date.now(),
+    stdout: () => out,
+    stderr: () => err,
+    lines: () =>
+      out
+        .split('\n')
+        .slice(0, -1)
+        .filter((l) => l.trim() !== '')
+        .map((l) => {
+          try {
+            return JSON.parse(l) as LogLine;
+          } catch {
+            return { __raw: l };
+          }
+        }),
+    exit,
+    exited: () => done,
+  };
+  running.push(proc);
+  return proc;
+}
+
+/** Resolves with the first truthy value of `probe`, or rejects after `ms` with `what`. */
+async function waitFor<T>(what: string, ms: number, probe: () => T | undefined | false | Promise<T | undefined | false>): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  return Promise.race([p, new Promise<T>((_, rej) => setTimeout(() => rej(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms))]);
+}
+
+async function freePort(): Promise<number> {
+  const srv = createServer();
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  const port = (srv.address() as { port: number }).port;
+  await new Promise<void>((r) => srv.close(() => r()));
+  return port;
+}
+
+async function live(port: number): Promise<boolean> {
+  try {
+    const res = await fetch(`http://127.0.0.1:${port}/health/live`, { signal: AbortSignal.timeout(1000) });
+    await res.arrayBuffer();
+    return res.status === 200;
+  } catch {
+    return false;
+  }
+}
+
+function listeningLine(p: Proc): LogLine | undefined {
+  return p.lines().find((l) => l.event === 'listening');
+}
+
+function countOccurrences(haystack: string, needle: string): number {
+  return haystack.split(needle).length - 1;
+}
+
+/** The key is the last whitespace-separated token of the api_key_generated message. */
+function keyFrom(line: LogLine): string {
+  const msg = String(line.msg ?? '');
+  const key = msg.trim().split(/\s+/).at(-1) ?? '';
+  expect(key.length, `a key in ${JSON.stringify(line)}`).toBeGreaterThanOrEqual(20);
+  return key;
+}
+
+const tmp = mkdtempSync(join(tmpdir(), 'switchyard-proc-'));
+
+beforeAll(() => {
+  if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run "npx tsc -p tsconfig.json" first`);
+});
+
+afterEach(async () => {
+  for (const p of running.splice(0)) {
+    if (p.exited()) continue;
+    p.child.kill('SIGTERM');
+    try {
+      await withTimeout(p.exit, 5_000, 'exit after SIGTERM');
+    } catch {
+      p.child.kill('SIGKILL');
+      await p.exit;
+    }
+  }
+});
+
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+describe('the built server process', () => {
+  it('logs the listening line with its port while running (stdout is not held back until exit)', async () => {
+    const p = start({ PORT: '0', GATEWAY_API_KEY: 'sk-proc-test-key-0123456789' });
+    const line = await waitFor('a "listening" line on stdout', PROMPT_MS, () => listeningLine(p));
+    expect(typeof line.port).toBe('number');
+    expect(line.port).toBeGreaterThan(0);
+    expect(await live(line.port as number)).toBe(true);
+  });
+
+  it('without GATEWAY_CONFIG or keys: serves the demo with a generated key logged once, usable at once', async () => {
+    const p = start({ PORT: '0' });
+    const listening = await waitFor('a "listening" line on stdout', PROMPT_MS, () => listeningLine(p));
+    expect(listening.config).toBe('embedded demo config');
+    const port = listening.port as number;
+
+    const keyLines = p.lines().filter((l) => l.event === 'api_key_generated');
+    expect(keyLines).toHaveLength(1);
+    const key = keyFrom(keyLines[0]!);
+
+    const client = new OpenAI({ apiKey: key, baseURL: `http://127.0.0.1:${port}/v1`, maxRetries: 0, timeout: 5_000 });
+    const out = await client.chat.completions.create({ model: 'demo-chat', messages: [{ role: 'user', content: 'hello' }] });
+    expect(Date.now() - p.startedAt).toBeLessThan(PROMPT_MS);
+    expect(out.object).toBe('chat.completion');
+    expect(typeof out.choices[0]?.message.content).toBe('string');
+    expect(out.choices[0]!.message.content!.length).toBeGreaterThan(0);
+
+    const models = await client.models.list();
+    expect(models.data.map((m) => m.id).sort()).toEqual(['demo-chat', 'demo-embed', 'gpt-4o-mini']);
+
+    const wrong = new OpenAI({ apiKey: `${key}x`, baseURL: `http://127.0.0.1:${port}/v1`, maxRetries: 0, timeout: 5_000 });
+    await expect(wrong.chat.completions.create({ model: 'demo-chat', messages: [{ role: 'user', content: 'x' }] })).rejects.toMatchObject({ status: 401 });
+
+    p.child.kill('SIGTERM');
+    expect((await withTimeout(p.exit, PROMPT_MS, 'exit')).code).toBe(0);
+    const stdout = p.stdout();
+    expect(countOccurrences(stdout, key)).toBe(1);
+    const carrying = stdout.split('\n').filter((l) => l.includes(key));
+    expect(carrying).toHaveLength(1);
+    expect((JSON.parse(carrying[0]!) as LogLine).event).toBe('api_key_generated');
+    expect(p.stderr()).not.toContain(key);
+  });
+
+  it('logs the generated key in exactly one stdout line and nowhere else (checked after shutdown)', async () => {
+    const port = await freePort();
+    const p = start({ PORT: String(port) });
+    await waitFor('/health/live to answer 200', PROMPT_MS, () => live(port));
+    // a request with a wrong bearer, so access logging happens too
+    const res = await fetch(`http://127.0.0.1:${port}/v1/models`, { headers: { authorization: 'Bearer nope' } });
+    expect(res.status).toBe(401);
+    p.child.kill('SIGTERM');
+    expect((await withTimeout(p.exit, PROMPT_MS, 'exit')).code).toBe(0);
+
+    const lines = p.lines();
+    expect(lines.filter((l) => '__raw' in l), 'every stdout line is JSON').toEqual([]);
+    const keyLines = lines.filter((l) => l.event === 'api_key_generated');
+    expect(keyLines).toHaveLength(1);
+    const key = keyFrom(keyLines[0]!);
+    expect(countOccurrences(p.stdout(), key)).toBe(1);
+    expect(p.stderr()).not.toContain(key);
+    const listening = lines.find((l) => l.event === 'listening');
+    expect(listening?.config).toBe('embedded demo config');
+    expect(listening?.port).toBe(port);
+  });
+
+  it('does not generate or log a key when GATEWAY_API_KEY is set', async () => {
+    const port = await freePort();
+    const p = start({ PORT: String(port), GATEWAY_API_KEY: 'sk-proc-test-key-0123456789' });
+    await waitFor('/health/live to answer 200', PROMPT_MS, () => live(port));
+    p.child.kill('SIGTERM');
+    await withTimeout(p.exit, PROMPT_MS, 'exit');
+    expect(p.lines().filter((l) => l.event === 'api_key_generated')).toEqual([]);
+    expect(p.stdout()).not.toContain('sk-proc-test-key-0123456789');
+  });
+
+  describe('a bad config stops the start with a message naming the file and the path inside it', () => {
+    it.each([
+      ['a negative timeout', 'model_list:\n  - model_name: a\n    params: { model: openai/x, timeout: -1 }\n', 'model_list[0].params.timeout'],
+      ['an unknown provider', 'model_list:\n  - model_name: a\n    params: { model: mock/ok }\n  - model_name: b\n    params: { model: foo/bar }\n', 'model_list[1].params.model'],
+      ['not YAML', 'model_list: [unclosed\n', /\bline \d+/],
+    ])('%s', async (_name, yaml, inside: string | RegExp) => {
+      const file = join(tmp, `bad-${Math.random().toString(36).slice(2)}.yaml`);
+      writeFileSync(file, yaml);
+      const p = start({ PORT: '0', GATEWAY_CONFIG: file, GATEWAY_API_KEY: 'k' });
+      const { code } = await withTimeout(p.exit, PROMPT_MS, 'the process to exit');
+      expect(code).not.toBe(0);
+      expect(code).not.toBeNull();
+      expect(p.stderr()).toContain(file);
+      if (typeof inside === 'string') expect(p.stderr()).toContain(inside);
+      else expect(p.stderr()).toMatch(inside);
+      expect(p.lines().filter((l) => l.event === 'listening')).toEqual([]);
+      expect(p.stdout()).not.toMatch(/listening/);
+    });
+
+    it('a GATEWAY_CONFIG that does not exist', async () => {
+      const file = join(tmp, 'missing.yaml');
+      const p = start({ PORT: '0', GATEWAY_CONFIG: file, GATEWAY_API_KEY: 'k' });
+      const { code } = await withTimeout(p.exit, PROMPT_MS, 'the process to exit');
+      expect(code).not.toBe(0);
+      expect(code).not.toBeNull();
+      expect(p.stderr()).toContain(file);
+      expect(p.stdout()).not.toMatch(/listening/);
+    });
+
+    it('a bad environment value names the variable', async () => {
+      const p = start({ PORT: 'abc', GATEWAY_API_KEY: 'k' });
+      const { code } = await withTimeout(p.exit, PROMPT_MS, 'the process to exit');
+      expect(code).not.toBe(0);
+      expect(code).not.toBeNull();
+      expect(p.stderr()).toMatch(/\bPORT\b/);
+    });
+  });
+
+  it('a config with unsupported keys: one warning line per key, and the server still starts', async () => {
+    const file = join(tmp, 'litellm.yaml');
+    writeFileSync(
+      file,
+      `
+model_list:
+  - model_name: chat
+    litellm_params: { model: mock/chat-small, rpm: 60 }
+litellm_settings:
+  drop_params: true
+  num_retries: 2
+`,
+    );
+    const port = await freePort();
+    const key = 'sk-proc-test-key-0123456789';
+    const p = start({ PORT: String(port), GATEWAY_CONFIG: file, GATEWAY_API_KEY: key });
+    await waitFor('/health/live to answer 200', PROMPT_MS, () => live(port));
+    const client = new OpenAI({ apiKey: key, baseURL: `http://127.0.0.1:${port}/v1`, maxRetries: 0, timeout: 5_000 });
+    const out = await client.chat.completions.create({ model: 'chat', messages: [{ role: 'user', content: 'hi' }] });
+    expect(out.choices).toHaveLength(1);
+
+    p.child.kill('SIGTERM');
+    expect((await withTimeout(p.exit, PROMPT_MS, 'exit')).code).toBe(0);
+    const lines = p.lines();
+    const warnings = lines.filter((l) => l.level === 40 && typeof l.msg === 'string' && /not supported|unsupported|ignored/i.test(l.msg));
+    expect(warnings, JSON.stringify(warnings)).toHaveLength(2);
+    expect(warnings.filter((l) => String(l.msg).includes('model_list[0].litellm_params.rpm'))).toHaveLength(1);
+    expect(warnings.filter((l) => /(?<![\w.])litellm_settings(?![\w.])/.test(String(l.msg)))).toHaveLength(1);
+    expect(lines.find((l) => l.event === 'listening')?.config).toBe(file);
+  });
+
+  it('SIGTERM stops the server with exit code 0 and closes the port', async () => {
+    const port = await freePort();
+    const p = start({ PORT: String(port), GATEWAY_API_KEY: 'k-sigterm' });
+    await waitFor('/health/live to answer 200', PROMPT_MS, () => live(port));
+    p.child.kill('SIGTERM');
+    const { code, signal } = await withTimeout(p.exit, PROMPT_MS, 'exit after SIGTERM');
+    expect(signal).toBeNull();
+    expect(code).toBe(0);
+    expect(await live(port)).toBe(false);
+  });
+});

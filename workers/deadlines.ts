@@ -1,0 +1,55 @@
+/**
+ * The per-call timers of an upstream request: the whole request, the wait
+ * for response headers, and the longest gap between two body chunks. Each
+ * aborts the call with its own error code. Native timers, because undici's
+ * own headers/body timeouts run on a ~0.5 s coarse clock and never fire
+ * for idle limits under about a second.
+ */
+import { GatewayError, type ErrorCode } from '../src/errors.js';
+import type { Timeouts } from '../protocol/config.js';
+
+export class Deadlines {
+  readonly #controller: AbortController;
+  readonly #timeouts: Timeouts;
+  readonly #total: NodeJS.Timeout;
+  #phase: NodeJS.Timeout | null;
+
+  /** Starts the total and headers timers at once. */
+  constructor(controller: AbortController, timeouts: Timeouts) {
+    this.#controller = controller;
+    this.#timeouts = timeouts;
+    this.#total = setTimeout(() => this.#expire('upstream_timeout'), timeouts.totalMs);
+    this.#phase = setTimeout(() => this.#expire('upstream_headers_timeout'), timeouts.headersMs);
+  }
+
+  /** Headers arrived: from now on the idle limit applies between chunks. */
+  headersArrived(): void {
+    if (this.#phase) clearTimeout(this.#phase);
+    this.#phase = setTimeout(() => this.#expire('upstream_idle_timeout'), this.#timeouts.idleMs);
+  }
+
+  /** A body chunk arrived. */
+  readonly touch = (): void => {
+    this.#phase?.refresh();
+  };
+
+  /** The client paused the relay: silence is not the upstream's fault until it resumes. */
+  hold(): void {
+    if (this.#phase) clearTimeout(this.#phase);
+  }
+
+  release(): void {
+    this.#phase?.refresh();
+  }
+
+  clear(): void {
+    clearTimeout(this.#total);
+    if (this.#phase) clearTimeout(this.#phase);
+    this.#phase = null;
+  }
+
+  #expire(code: ErrorCode): void {
+    this.clear();
+    this.#controller.abort(new GatewayError(code));
+  }
+}
