@@ -4,7 +4,7 @@
  */
 import { ConfigError, loadConfig, type GatewayConfig } from './config/load.js';
 import { startGateway } from './gateway.js';
-import { createLogger } from './logging.js';
+import { createLogger, flushLogs } from './logging.js';
 import { UWS_NATIVE } from './front/server.js';
 import { SERVER_HEADER } from './version.js';
 
@@ -41,13 +41,10 @@ const stop = (signal: string) => {
   stopping = true;
   log.info({ event: 'shutdown', signal }, 'shutting down');
   gateway.close().then(
-    () => {
-      log.flush();
-      process.exit(0);
-    },
+    () => flushLogs(log).then(() => process.exit(0)),
     (err: unknown) => {
       log.error({ event: 'shutdown_failed', err }, 'shutdown failed');
-      process.exit(1);
+      void flushLogs(log).then(() => process.exit(1));
     },
   );
 };

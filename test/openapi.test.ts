@@ -45,6 +45,9 @@ const OK_CONTENT: Record<RouteKind, Record<string, string | null>> = {
   status_models: { 'application/json': 'ModelStatusList' },
   status_model: { 'application/json': 'ModelStatus' },
   metrics: { 'text/plain': null },
+  agent: { 'application/json': 'AgentDescription' },
+  manifest: { 'application/json': 'AgentManifest' },
+  docs: { 'text/html': null },
 };
 
 /** Routes that forward a body to a provider: spec 000 Rules 1–4 and CONTRACT.md apply to them. */
@@ -279,6 +282,34 @@ describe('openapi.yaml', () => {
           expect(body.schema).toEqual({ $ref: `#/components/schemas/${route.kind === 'chat' ? 'ChatCompletionRequest' : 'EmbeddingRequest'}` });
         });
       }
+    });
+  });
+
+  describe('schemas', () => {
+    const schemas = obj(obj(DOC.components, 'components').schemas, 'components.schemas');
+
+    it('HealthReport has the optional age_ms (integer) and stale (boolean) of a cached or stale report', () => {
+      const report = obj(schemas.HealthReport, 'HealthReport');
+      const properties = obj(report.properties, 'HealthReport.properties');
+      expect(obj(properties.age_ms, 'age_ms').type).toBe('integer');
+      expect(obj(properties.stale, 'stale').type).toBe('boolean');
+      expect(report.required).toEqual(expect.arrayContaining(['status', 'checks', 'timestamp', 'probe_type']));
+      expect(report.required).not.toContain('age_ms');
+      expect(report.required).not.toContain('stale');
+    });
+
+    it('AgentDescription, AgentManifest and Tool carry the fields of spec 001', () => {
+      const description = obj(schemas.AgentDescription, 'AgentDescription');
+      expect([...(description.required as string[])].sort()).toEqual(['description', 'name', 'storage_mode', 'version']);
+      const manifest = JSON.stringify(schemas.AgentManifest);
+      expect(manifest).toContain(JSON.stringify({ $ref: '#/components/schemas/AgentDescription' }));
+      expect(manifest).toContain(JSON.stringify({ $ref: '#/components/schemas/Tool' }));
+      const tool = obj(schemas.Tool, 'Tool');
+      expect([...(tool.required as string[])].sort()).toEqual(['description', 'effect', 'enqueues_job', 'idempotent', 'input', 'name', 'output', 'scopes']);
+      const properties = obj(tool.properties, 'Tool.properties');
+      expect(obj(properties.effect, 'effect').enum).toEqual(['read', 'write']);
+      expect(obj(properties.idempotent, 'idempotent').type).toBe('boolean');
+      expect(obj(properties.enqueues_job, 'enqueues_job').type).toBe('boolean');
     });
   });
 

@@ -12,9 +12,10 @@ const DESCRIPTION = 'Switchyard: an OpenAI-compatible model gateway that routes 
 
 export const agentDescription = { name: PRODUCT, version: VERSION, description: DESCRIPTION, storage_mode: 'memory' } as const;
 
+/** spec 001, Tool definition: `input` has `type`, `properties` and `required` (empty when nothing is). */
 function jsonSchema(schema: z.ZodType): Record<string, unknown> {
   const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, { unrepresentable: 'any' }) as Record<string, unknown>;
-  return rest;
+  return rest.type === 'object' && !('required' in rest) ? { ...rest, required: [] } : rest;
 }
 
 export function buildManifest(routes: readonly RouteSpec[] = ROUTES) {

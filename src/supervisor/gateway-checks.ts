@@ -73,7 +73,7 @@ export function upstreamChecks(routing: RoutingConfig, pool: WorkerPool, timeout
     timeoutMs,
     check: async () => {
       const answer = await pool.probe(route.apiBase as string, route.apiKey, Math.max(1, timeoutMs - 300));
-      if (answer === null) return Health.unhealthy('no worker answered the probe');
+      if (answer === null) return Health.unhealthy(`timed out after ${timeoutMs} ms waiting for the probe`);
       if (answer.status === null) return Health.unhealthy(`unreachable: ${answer.error ?? 'no answer'}`);
       if (answer.status === 401 || answer.status === 403) return Health.degraded(`reachable, but the provider refused the credentials (${answer.status})`);
       if (answer.status >= 500) return Health.degraded(`reachable, but answered ${answer.status}`);
