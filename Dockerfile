@@ -17,6 +17,7 @@ WORKDIR /app
 
 # Dependencies first, so source edits reuse this layer.
 COPY package.json package-lock.json ./
+COPY tools/stubs ./tools/stubs
 RUN --mount=type=cache,target=/root/.npm npm ci --no-audit --no-fund
 
 COPY . .
@@ -29,6 +30,7 @@ WORKDIR /app
 ENV NODE_ENV=production PORT=8080 HOST=0.0.0.0
 
 COPY package.json package-lock.json ./
+COPY tools/stubs ./tools/stubs
 RUN --mount=type=cache,target=/root/.npm npm ci --omit=dev --no-audit --no-fund
 
 # Files stay owned by root: the process reads them but cannot change them.

@@ -1,0 +1,2 @@
+// Exports nothing: msgpackr sees no native extractor and uses its JavaScript decoder.
+module.exports = null;
