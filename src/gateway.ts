@@ -9,6 +9,7 @@ import type { GatewayConfig } from './config/load.js';
 import { BearerAuth } from './front/auth.js';
 import type { FrontContext } from './front/context.js';
 import { StreamKeepalive } from './front/keepalive.js';
+import { Lifecycle } from './front/lifecycle.js';
 import { UWS_NATIVE, buildApp } from './front/server.js';
 import { createMetrics } from './metrics/registry.js';
 import { Counters } from './supervisor/counters.js';
@@ -22,8 +23,23 @@ export interface Gateway {
   readonly context: FrontContext;
   /** Swaps the config whole, in the front and in every worker; calls in flight finish on theirs. */
   reload(next: GatewayConfig): void;
-  /** Stops listening, closes open connections and the worker pool. */
+  /**
+   * Graceful drain (see src/front/lifecycle.ts): readiness 503 now, listen
+   * socket closed after the drain delay, in-flight work given the drain
+   * timeout, then whatever is left interrupted and everything closed.
+   * Calling it again, or `now: true`, skips the waiting.
+   */
+  drain(options?: { now?: boolean }): Promise<DrainReport>;
+  /** Stops listening, closes open connections and the worker pool at once. */
   close(): Promise<void>;
+}
+
+/** What a drain did, with times in ms since it began (for logs and the drain test). */
+export interface DrainReport {
+  readonly socketClosedAtMs: number;
+  readonly idleAtMs: number | null;
+  readonly interrupted: number;
+  readonly closedAtMs: number;
 }
 
 export async function startGateway(config: GatewayConfig, log: Logger): Promise<Gateway> {
@@ -38,6 +54,7 @@ export async function startGateway(config: GatewayConfig, log: Logger): Promise<
     log,
     keepalive: new StreamKeepalive(config.streamKeepaliveMs),
     uwsNative: UWS_NATIVE,
+    lifecycle: new Lifecycle(),
   };
   const app = buildApp(ctx);
   const socket = await new Promise<uws.us_listen_socket>((resolve, reject) => {
@@ -45,23 +62,75 @@ export async function startGateway(config: GatewayConfig, log: Logger): Promise<
   });
   const port = uws.us_socket_local_port(socket);
   const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
-  let closed = false;
+  let listening = true;
+  const closeSocket = () => {
+    if (!listening) return;
+    listening = false;
+    uws.us_listen_socket_close(socket);
+  };
+  let closing: Promise<void> | null = null;
+  const close = () => {
+    closing ??= (async () => {
+      ctx.lifecycle.phase = 'closed';
+      closeSocket();
+      (app as unknown as { close?: () => void }).close?.();
+      ctx.health.stop();
+      await pool.close();
+    })();
+    return closing;
+  };
+
+  let draining: Promise<DrainReport> | null = null;
+  let skipWait: () => void = () => undefined;
+  const drain = (options: { now?: boolean } = {}): Promise<DrainReport> => {
+    if (draining) {
+      skipWait(); // a second signal: stop waiting
+      return draining;
+    }
+    const started = performance.now();
+    const since = () => Math.round(performance.now() - started);
+    const skipped = new Promise<void>((resolve) => {
+      skipWait = resolve;
+    });
+    if (options.now) skipWait();
+    const wait = (ms: number) => Promise.race([skipped, new Promise<void>((resolve) => setTimeout(resolve, ms).unref())]);
+    ctx.lifecycle.phase = 'draining';
+    draining = (async () => {
+      await wait(ctx.config.drainDelayMs);
+      ctx.lifecycle.phase = 'closing';
+      closeSocket();
+      const socketClosedAtMs = since();
+      log.info({ event: 'drain_socket_closed', in_flight: ctx.lifecycle.active.size, at_ms: socketClosedAtMs }, 'listen socket closed; waiting for in-flight requests');
+      let idle = false;
+      await Promise.race([ctx.lifecycle.whenIdle().then(() => (idle = true)), wait(ctx.config.drainTimeoutMs)]);
+      const idleAtMs = idle ? since() : null;
+      const interrupted = ctx.lifecycle.interruptAll();
+      if (interrupted > 0) log.warn({ event: 'drain_interrupted', interrupted }, `drain time is up: ended ${interrupted} request(s) still open with shutting_down`);
+      // Let the final SSE events and 503s leave before connections close.
+      await new Promise((resolve) => setImmediate(resolve));
+      await close();
+      return { socketClosedAtMs, idleAtMs, interrupted, closedAtMs: since() };
+    })();
+    return draining;
+  };
+
   return {
     port,
     url: `http://${host}:${port}`,
     context: ctx,
     reload(next) {
-      ctx.config = next;
-      pool.setRouting(next.routing);
-      ctx.health.reload(next);
+      const current = ctx.config;
+      // A generated key stays the same across reloads; a configured one may rotate.
+      const config = next.apiKeyGenerated && current.apiKeyGenerated ? Object.freeze({ ...next, apiKeys: current.apiKeys }) : next;
+      for (const key of ['host', 'port', 'workers'] as const) {
+        if (config[key] !== current[key]) log.warn({ event: 'reload_needs_restart', setting: key }, `"${key}" changed; it takes effect at the next start`);
+      }
+      ctx.config = config;
+      ctx.auth = new BearerAuth(config.apiKeys);
+      pool.setRouting(config.routing);
+      ctx.health.reload(config);
     },
-    async close() {
-      if (closed) return;
-      closed = true;
-      uws.us_listen_socket_close(socket);
-      (app as unknown as { close?: () => void }).close?.();
-      ctx.health.stop();
-      await pool.close();
-    },
+    drain,
+    close,
   };
 }

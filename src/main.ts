@@ -35,18 +35,41 @@ if (config.apiKeyGenerated) {
 const gateway = await startGateway(config, log);
 log.info({ event: 'listening', host: config.host, port: gateway.port, config: config.source, workers: config.workers, uws_native: UWS_NATIVE }, `${SERVER_HEADER} listening on ${config.host}:${gateway.port}`);
 
-let stopping = false;
+// Graceful drain (docs/OPERATIONS.md): a second SIGTERM skips the waiting.
+let signals = 0;
 const stop = (signal: string) => {
-  if (stopping) return;
-  stopping = true;
-  log.info({ event: 'shutdown', signal }, 'shutting down');
-  gateway.close().then(
-    () => flushLogs(log).then(() => process.exit(0)),
+  signals++;
+  if (signals > 1) {
+    log.warn({ event: 'drain_forced', signal }, `${signal} again: ending open requests now`);
+    void gateway.drain({ now: true });
+    return;
+  }
+  log.info({ event: 'drain_started', signal, drain_delay_ms: config.drainDelayMs, drain_timeout_ms: config.drainTimeoutMs }, `${signal}: draining (readiness now 503)`);
+  gateway.drain().then(
+    (report) => {
+      log.info({ event: 'drain_done', ...report }, 'drained; exiting');
+      return flushLogs(log).then(() => process.exit(0));
+    },
     (err: unknown) => {
-      log.error({ event: 'shutdown_failed', err }, 'shutdown failed');
+      log.error({ event: 'drain_failed', err }, 'drain failed');
       void flushLogs(log).then(() => process.exit(1));
     },
   );
 };
 process.on('SIGTERM', () => stop('SIGTERM'));
 process.on('SIGINT', () => stop('SIGINT'));
+
+// SIGHUP: re-read the config file; validated first, swapped whole, or the old one kept.
+let configVersion = config.routing.version;
+process.on('SIGHUP', () => {
+  try {
+    const next = loadConfig(process.env, configVersion + 1);
+    gateway.reload(next);
+    configVersion = next.routing.version;
+    for (const warning of next.warnings) log.warn({ event: 'config_unsupported_key' }, warning);
+    log.info({ event: 'config_reloaded', config: next.source, version: configVersion }, 'configuration reloaded');
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    log.error({ event: 'config_reload_failed', error: message }, `configuration not reloaded, keeping the current one: ${message}`);
+  }
+});

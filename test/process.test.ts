@@ -37,7 +37,7 @@ function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
     if (k.startsWith('GATEWAY_') || k.startsWith('TOOLKIT_') || k === 'PORT' || k === 'HOST' || k === 'LOG_LEVEL') continue;
     env[k] = v;
   }
-  return { ...env, HOST: '127.0.0.1', GATEWAY_WORKERS: '2', ...extra };
+  return { ...env, HOST: '127.0.0.1', GATEWAY_WORKERS: '2', GATEWAY_DRAIN_DELAY: '0', ...extra };
 }
 
 function start(extra: Record<string, string>): Proc {

@@ -20,6 +20,8 @@ export const DEFAULTS = {
   maxRequestBodyBytes: 8 * 1024 * 1024,
   maxResponseBodyBytes: 64 * 1024 * 1024,
   streamKeepaliveMs: 15_000,
+  drainDelayMs: 5_000,
+  drainTimeoutMs: 30_000,
   logLevel: 'info',
   timeouts: { connectMs: 10_000, headersMs: 600_000, idleMs: 600_000, totalMs: 600_000 },
   mock: { latencyMs: 0, streamChunks: 8, chunkIntervalMs: 0, embeddingDimensions: 16 },
@@ -42,6 +44,10 @@ export interface GatewayConfig {
   readonly workers: number;
   readonly maxRequestBodyBytes: number;
   readonly streamKeepaliveMs: number;
+  /** SIGTERM → listen socket closed. */
+  readonly drainDelayMs: number;
+  /** Listen socket closed → whatever is still open is ended with `shutting_down`. */
+  readonly drainTimeoutMs: number;
   readonly logLevel: string;
   /** Accepted bearer tokens. */
   readonly apiKeys: readonly string[];
@@ -68,6 +74,12 @@ const envInt = (min: number, max: number) =>
     .transform(Number)
     .pipe(z.number().int().min(min).max(max));
 
+/** Seconds in an environment variable: `5`, `0.5`. */
+const envSeconds = z
+  .string()
+  .regex(/^\d+(\.\d+)?$/, 'must be a number of seconds, e.g. 5 or 0.5')
+  .transform((text) => Math.round(Number(text) * 1000));
+
 const envSchema = z.object({
   PORT: envInt(0, 65_535).optional(),
   HOST: z.string().min(1).optional(),
@@ -75,6 +87,8 @@ const envSchema = z.object({
   GATEWAY_MAX_BODY_BYTES: envInt(1, Number.MAX_SAFE_INTEGER).optional(),
   GATEWAY_MAX_RESPONSE_BYTES: envInt(1, Number.MAX_SAFE_INTEGER).optional(),
   LOG_LEVEL: z.enum(LOG_LEVELS).optional(),
+  GATEWAY_DRAIN_DELAY: envSeconds.optional(),
+  GATEWAY_DRAIN_TIMEOUT: envSeconds.optional(),
   GATEWAY_API_KEY: z.string().optional(),
   GATEWAY_API_KEYS: z.string().optional(),
 });
@@ -159,6 +173,8 @@ export function parseConfig(text: string, source: string, env: Env = process.env
     workers: e.GATEWAY_WORKERS ?? file.server?.workers ?? availableParallelism(),
     maxRequestBodyBytes: e.GATEWAY_MAX_BODY_BYTES ?? file.limits?.max_request_body_bytes ?? DEFAULTS.maxRequestBodyBytes,
     streamKeepaliveMs: file.server?.stream_keepalive_interval !== undefined ? file.server.stream_keepalive_interval * 1000 : DEFAULTS.streamKeepaliveMs,
+    drainDelayMs: e.GATEWAY_DRAIN_DELAY ?? secondsOr(file.server?.drain_delay, DEFAULTS.drainDelayMs),
+    drainTimeoutMs: e.GATEWAY_DRAIN_TIMEOUT ?? secondsOr(file.server?.drain_timeout, DEFAULTS.drainTimeoutMs),
     logLevel: e.LOG_LEVEL ?? DEFAULTS.logLevel,
     apiKeys: Object.freeze(apiKeys),
     apiKeyGenerated,

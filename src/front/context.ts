@@ -7,11 +7,13 @@ import type { HealthSupervisor } from '../supervisor/health-supervisor.js';
 import type { WorkerPool } from '../supervisor/worker-pool.js';
 import type { BearerAuth } from './auth.js';
 import type { StreamKeepalive } from './keepalive.js';
+import type { Lifecycle } from './lifecycle.js';
 
 export interface FrontContext {
   /** Swapped whole on reload; handlers read it per request. */
   config: GatewayConfig;
-  readonly auth: BearerAuth;
+  /** Swapped with the config on reload (keys may rotate). */
+  auth: BearerAuth;
   readonly pool: WorkerPool;
   readonly health: HealthSupervisor;
   readonly metrics: Metrics;
@@ -19,4 +21,5 @@ export interface FrontContext {
   readonly log: Logger;
   readonly keepalive: StreamKeepalive;
   readonly uwsNative: boolean;
+  readonly lifecycle: Lifecycle;
 }

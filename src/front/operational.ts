@@ -24,6 +24,12 @@ export function live(ex: Exchange): void {
  * probe budget.
  */
 export function healthReport(ctx: FrontContext, ex: Exchange, res: HttpResponse, probe: 'liveness' | 'readiness'): void {
+  if (probe === 'readiness' && ctx.lifecycle.phase !== 'serving') {
+    // Draining: tell load balancers at once, without running checks.
+    const check = { name: 'shutting_down', status: 'unhealthy', duration_ms: 0, reason: 'the gateway is draining for shutdown' };
+    sendJson(ex, 503, { status: 'unhealthy', checks: [check], timestamp: new Date().toISOString(), probe_type: probe });
+    return;
+  }
   res.onAborted(() => {
     ex.aborted = true;
   });

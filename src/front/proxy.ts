@@ -12,6 +12,7 @@ import { collectBody } from './body.js';
 import type { FrontContext } from './context.js';
 import { JSON_TYPE, send, sendError, writeHead, type Exchange } from './http.js';
 import type { KeptAlive } from './keepalive.js';
+import type { Interruptible } from './lifecycle.js';
 import type { RouteSpec } from './routes.js';
 
 const SSE_HEADERS = ['cache-control', 'no-cache', 'x-accel-buffering', 'no'] as const;
@@ -47,7 +48,7 @@ export function providerHandler(ctx: FrontContext, route: RouteSpec, op: Operati
 }
 
 /** One request to a provider route, from body to last byte; it is also the pool's handler for its frames. */
-class ProviderCall implements CallHandlers, KeptAlive {
+class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
   readonly ex: Exchange;
   readonly #ctx: FrontContext;
   readonly #route: RouteSpec;
@@ -69,6 +70,7 @@ class ProviderCall implements CallHandlers, KeptAlive {
   }
 
   start(op: Operation, body: Uint8Array): void {
+    this.#ctx.lifecycle.add(this);
     this.#ctx.counters.inFlight++;
     this.#ctx.metrics.inFlight.inc();
     this.#id = this.#ctx.pool.call(op, this.ex.requestId, body, this);
@@ -150,6 +152,13 @@ class ProviderCall implements CallHandlers, KeptAlive {
     this.#finish(errorStatus(code));
   }
 
+  /** The drain timeout passed: end now with `shutting_down` (an SSE error event once streaming). */
+  interrupt(): void {
+    if (this.#finished) return;
+    this.#ctx.pool.cancel(this.#id);
+    this.fail({ t: 'fail', id: this.#id, code: 'shutting_down', message: 'the gateway is shutting down', labels: null });
+  }
+
   #write(chunk: Uint8Array | string): void {
     const { res } = this.ex;
     let ok = true;
@@ -189,6 +198,7 @@ class ProviderCall implements CallHandlers, KeptAlive {
   #finish(status: number): void {
     if (this.#finished) return;
     this.#finished = true;
+    this.#ctx.lifecycle.delete(this);
     this.#status = status;
     const ctx = this.#ctx;
     if (this.#id !== 0) {

@@ -33,6 +33,11 @@ export function buildApp(ctx: FrontContext): TemplatedApp {
         refuse(res, req, requestId, 'method_not_allowed', allow);
         return;
       }
+      if (!ctx.lifecycle.accepting && entry.route.kind !== 'live') {
+        // Draining and the listen socket is closed: this came on a kept-alive connection; close it.
+        refuse(res, req, requestId, 'shutting_down', undefined, true);
+        return;
+      }
       if (entry.route.auth === 'bearer' && !ctx.auth.accepts(req.getHeader('authorization'))) {
         // spec 000, Authentication: missing or invalid bearer token → 401.
         if (entry.route.kind === 'chat' || entry.route.kind === 'embeddings') ctx.counters.record(401);
@@ -48,10 +53,17 @@ export function buildApp(ctx: FrontContext): TemplatedApp {
 }
 
 /** Answers an error before reading the body; the connection closes if a body is on its way, since it is never read. */
-function refuse(res: HttpResponse, req: HttpRequest, requestId: string, code: 'method_not_allowed' | 'invalid_api_key' | 'route_not_found', extra?: readonly string[]): void {
+function refuse(
+  res: HttpResponse,
+  req: HttpRequest,
+  requestId: string,
+  code: 'method_not_allowed' | 'invalid_api_key' | 'route_not_found' | 'shutting_down',
+  extra?: readonly string[],
+  close = false,
+): void {
   const length = req.getHeader('content-length');
   const bodyPending = (length !== '' && length !== '0') || req.getHeader('transfer-encoding') !== '';
-  sendError({ res, requestId, aborted: false, started: false }, code, undefined, extra, bodyPending);
+  sendError({ res, requestId, aborted: false, started: false }, code, undefined, extra, close || bodyPending);
 }
 
 function handlerFor(ctx: FrontContext, route: RouteSpec): Handler {

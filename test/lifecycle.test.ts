@@ -1,0 +1,241 @@
+/**
+ * Graceful drain (SIGTERM) and reload (SIGHUP) of the real process:
+ * `node dist/src/main.js` with its own config file, signals sent for real.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+
+const ROOT = join(import.meta.dirname, '..');
+const KEY = 'sk-lifecycle-test-key';
+
+interface Proc {
+  child: ChildProcess;
+  port: number;
+  lines: Array<Record<string, unknown>>;
+  exit: Promise<number | null>;
+  startedAt: number;
+}
+
+const running: ChildProcess[] = [];
+afterEach(() => {
+  for (const child of running.splice(0)) if (child.exitCode === null) child.kill('SIGKILL');
+});
+
+function writeConfig(dir: string, yaml: string): string {
+  const file = join(dir, 'gateway.yaml');
+  writeFileSync(file, yaml);
+  return file;
+}
+
+async function startProcess(configFile: string, env: Record<string, string>): Promise<Proc> {
+  const clean: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('GATEWAY_') && !k.startsWith('TOOLKIT_') && k !== 'PORT' && k !== 'HOST') clean[k] = v;
+  const child = spawn(process.execPath, ['dist/src/main.js'], {
+    cwd: ROOT,
+    env: { ...clean, GATEWAY_CONFIG: configFile, GATEWAY_API_KEY: KEY, PORT: '0', HOST: '127.0.0.1', GATEWAY_WORKERS: '1', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  running.push(child);
+  const lines: Array<Record<string, unknown>> = [];
+  const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const startedAt = performance.now();
+  const port = await new Promise<number>((resolve, reject) => {
+    let buffer = '';
+    child.stdout!.on('data', (chunk: Buffer) => {
+      buffer += chunk.toString();
+      let nl: number;
+      while ((nl = buffer.indexOf('\n')) !== -1) {
+        const line = buffer.slice(0, nl);
+        buffer = buffer.slice(nl + 1);
+        try {
+          const parsed = JSON.parse(line) as Record<string, unknown>;
+          lines.push(parsed);
+          if (parsed.event === 'listening') resolve(parsed.port as number);
+        } catch {
+          // not a log line
+        }
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`exited ${code} before listening`)));
+  });
+  return { child, port, lines, exit, startedAt };
+}
+
+const chatBody = (model: string, stream: boolean) => JSON.stringify({ model, stream, messages: [{ role: 'user', content: 'drain me' }] });
+
+async function post(port: number, model: string, stream: boolean): Promise<Response> {
+  return fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', connection: 'close' },
+    body: chatBody(model, stream),
+  });
+}
+
+/** Reads a whole SSE body, noting when the first chunk arrived. */
+async function readStream(res: Response, onFirst?: () => void): Promise<string> {
+  const reader = res.body!.getReader();
+  const decoder = new TextDecoder();
+  let text = '';
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return text;
+    if (text === '' && onFirst) onFirst();
+    text += decoder.decode(value, { stream: true });
+  }
+}
+
+async function connectRefused(port: number): Promise<boolean> {
+  try {
+    await fetch(`http://127.0.0.1:${port}/health/live`, { headers: { connection: 'close' } });
+    return false;
+  } catch (err) {
+    return String((err as { cause?: { code?: string } }).cause?.code) === 'ECONNREFUSED';
+  }
+}
+
+const LONG_STREAM = (chunks: number, intervalMs: number) => `
+model_list:
+  - model_name: slow-stream
+    params: { model: mock/slow, mock_stream_chunks: ${chunks}, mock_chunk_interval_ms: ${intervalMs} }
+`;
+
+describe('graceful drain on SIGTERM', () => {
+  it('turns /ready 503 at once, keeps /health/live 200, closes the socket after the delay, lets a live stream finish, exits 0', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'switchyard-drain-'));
+    // 16 chunks × 100 ms: the stream outlives the drain delay.
+    const p = await startProcess(writeConfig(dir, LONG_STREAM(15, 100)), { GATEWAY_DRAIN_DELAY: '0.4', GATEWAY_DRAIN_TIMEOUT: '10' });
+    expect((await fetch(`http://127.0.0.1:${p.port}/ready`)).status).toBe(200);
+
+    const res = await post(p.port, 'slow-stream', true);
+    expect(res.status).toBe(200);
+    let signalledAt = 0;
+    const streamDone = readStream(res, () => {
+      signalledAt = performance.now();
+      p.child.kill('SIGTERM');
+    }).then((text) => ({ text, at: performance.now() }));
+
+    // Ready turns 503 at once; liveness stays 200 (the socket is still open during the delay).
+    await new Promise((r) => setTimeout(r, 100));
+    const ready = await fetch(`http://127.0.0.1:${p.port}/ready`, { headers: { connection: 'close' } });
+    const readyAt = performance.now();
+    expect(ready.status).toBe(503);
+    expect(((await ready.json()) as { checks: Array<{ name: string }> }).checks.map((c) => c.name)).toContain('shutting_down');
+    const live = await fetch(`http://127.0.0.1:${p.port}/health/live`, { headers: { connection: 'close' } });
+    expect(live.status).toBe(200);
+
+    // After the delay the listen socket is closed: a new connection is refused.
+    await new Promise((r) => setTimeout(r, 600));
+    expect(await connectRefused(p.port)).toBe(true);
+    const refusedAt = performance.now();
+
+    const { text, at: streamEndAt } = await streamDone;
+    expect(text).toContain('data: [DONE]');
+    expect(text).not.toContain('shutting_down');
+    const code = await p.exit;
+    const exitAt = performance.now();
+    expect(code).toBe(0);
+    const drained = p.lines.find((l) => l.event === 'drain_done');
+    expect(drained).toMatchObject({ interrupted: 0 });
+    expect(drained?.socketClosedAtMs as number).toBeGreaterThanOrEqual(380);
+    expect(streamEndAt).toBeGreaterThan(refusedAt);
+    console.log(
+      `drain timeline (ms after SIGTERM): ready 503 observed ≤${Math.round(readyAt - signalledAt)}, socket closed ${String(drained?.socketClosedAtMs)} (refusal observed ≤${Math.round(refusedAt - signalledAt)}), last stream done ${Math.round(streamEndAt - signalledAt)}, exit ${Math.round(exitAt - signalledAt)}`,
+    );
+  });
+
+  it('ends a stream still open at the drain timeout with one shutting_down SSE event, then exits 0', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'switchyard-drain-'));
+    const p = await startProcess(writeConfig(dir, LONG_STREAM(1000, 100)), { GATEWAY_DRAIN_DELAY: '0', GATEWAY_DRAIN_TIMEOUT: '0.5' });
+    const res = await post(p.port, 'slow-stream', true);
+    const started = performance.now();
+    const text = await readStream(res, () => p.child.kill('SIGTERM'));
+    const tookMs = performance.now() - started;
+    const events = text.split('\n\n').filter((e) => e.startsWith('data: {"error"'));
+    expect(events).toHaveLength(1);
+    expect(JSON.parse((events[0] as string).slice(6))).toMatchObject({ error: { type: 'gateway_error', code: 'shutting_down' } });
+    expect(text).not.toContain('[DONE]');
+    expect(tookMs).toBeLessThan(3000);
+    expect(await p.exit).toBe(0);
+    expect(p.lines.some((l) => l.event === 'drain_interrupted')).toBe(true);
+  });
+
+  it('a second SIGTERM ends open streams at once', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'switchyard-drain-'));
+    const p = await startProcess(writeConfig(dir, LONG_STREAM(1000, 100)), { GATEWAY_DRAIN_DELAY: '0', GATEWAY_DRAIN_TIMEOUT: '60' });
+    const res = await post(p.port, 'slow-stream', true);
+    let secondAt = 0;
+    const text = await readStream(res, () => {
+      p.child.kill('SIGTERM');
+      setTimeout(() => {
+        secondAt = performance.now();
+        p.child.kill('SIGTERM');
+      }, 400);
+    });
+    const afterSecond = performance.now() - secondAt;
+    expect(secondAt).toBeGreaterThan(0);
+    expect(afterSecond).toBeLessThan(1500);
+    expect(text).toContain('"code":"shutting_down"');
+    expect(await p.exit).toBe(0);
+    expect(p.lines.some((l) => l.event === 'drain_forced')).toBe(true);
+  });
+});
+
+describe('reload on SIGHUP', () => {
+  const yaml = (alias: string, latencyMs = 0) => `
+model_list:
+  - model_name: ${alias}
+    params: { model: mock/m, mock_latency_ms: ${latencyMs} }
+`;
+  const aliases = async (port: number) => {
+    const res = await fetch(`http://127.0.0.1:${port}/v1/models`, { headers: { authorization: `Bearer ${KEY}` } });
+    return ((await res.json()) as { data: Array<{ id: string }> }).data.map((m) => m.id);
+  };
+  const waitFor = async (pred: () => boolean | Promise<boolean>, ms = 3000) => {
+    const until = performance.now() + ms;
+    while (!(await pred())) {
+      if (performance.now() > until) throw new Error('condition not met in time');
+      await new Promise((r) => setTimeout(r, 25));
+    }
+  };
+
+  it('swaps a valid config whole, in the front and the workers; a request in flight finishes on the config it started with', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'switchyard-reload-'));
+    const file = writeConfig(dir, yaml('first', 600));
+    const p = await startProcess(file, {});
+    expect(await aliases(p.port)).toEqual(['first']);
+    const inFlight = post(p.port, 'first', false);
+    await new Promise((r) => setTimeout(r, 150));
+    writeConfig(dir, yaml('second'));
+    p.child.kill('SIGHUP');
+    await waitFor(() => p.lines.some((l) => l.event === 'config_reloaded'));
+    expect(await aliases(p.port)).toEqual(['second']);
+    // The worker routes the new alias and no longer the old one…
+    expect((await post(p.port, 'second', false)).status).toBe(200);
+    expect((await post(p.port, 'first', false)).status).toBe(404);
+    // …while the call that started before the reload completed on its config.
+    const old = await inFlight;
+    expect(old.status).toBe(200);
+    expect(((await old.json()) as { model: string }).model).toBe('m');
+    const status = (await (await fetch(`http://127.0.0.1:${p.port}/status`)).json()) as { config_version: number };
+    expect(status.config_version).toBe(2);
+  });
+
+  it('keeps the old config and logs an error when the new file does not validate', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'switchyard-reload-'));
+    const file = writeConfig(dir, yaml('kept'));
+    const p = await startProcess(file, {});
+    writeFileSync(file, 'model_list:\n  - model_name: broken\n    params: { model: no-provider-prefix }\n');
+    p.child.kill('SIGHUP');
+    await waitFor(() => p.lines.some((l) => l.event === 'config_reload_failed'));
+    const failure = p.lines.find((l) => l.event === 'config_reload_failed');
+    expect(String(failure?.error)).toContain(file);
+    expect(String(failure?.error)).toContain('model_list[0].params.model');
+    expect(await aliases(p.port)).toEqual(['kept']);
+    expect((await post(p.port, 'kept', false)).status).toBe(200);
+    const status = (await (await fetch(`http://127.0.0.1:${p.port}/status`)).json()) as { config_version: number };
+    expect(status.config_version).toBe(1);
+  });
+});
