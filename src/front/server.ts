@@ -33,6 +33,15 @@ export function buildApp(ctx: FrontContext): TemplatedApp {
         refuse(res, req, requestId, 'method_not_allowed', allow);
         return;
       }
+      if (entry.route.auth === 'bearer' || entry.route.method === 'POST') {
+        // Ambiguous framing or credentials: two Content-Length headers are a smuggling vector, two
+        // Authorization headers make "which one counts" a guess. Refuse both and close.
+        const repeated = repeatedHeader(req);
+        if (repeated !== null) {
+          refuse(res, req, requestId, 'invalid_request', undefined, true, `the ${repeated} header appears more than once`);
+          return;
+        }
+      }
       if (!ctx.lifecycle.accepting && entry.route.kind !== 'live') {
         // Draining and the listen socket is closed: this came on a kept-alive connection; close it.
         refuse(res, req, requestId, 'shutting_down', undefined, true);
@@ -57,13 +66,25 @@ function refuse(
   res: HttpResponse,
   req: HttpRequest,
   requestId: string,
-  code: 'method_not_allowed' | 'invalid_api_key' | 'route_not_found' | 'shutting_down',
+  code: 'method_not_allowed' | 'invalid_api_key' | 'route_not_found' | 'shutting_down' | 'invalid_request',
   extra?: readonly string[],
   close = false,
+  message?: string,
 ): void {
   const length = req.getHeader('content-length');
   const bodyPending = (length !== '' && length !== '0') || req.getHeader('transfer-encoding') !== '';
-  sendError({ res, requestId, aborted: false, started: false }, code, undefined, extra, close || bodyPending);
+  sendError({ res, requestId, aborted: false, started: false }, code, message, extra, close || bodyPending);
+}
+
+/** `content-length` or `authorization` when the request carries it more than once, else null. */
+function repeatedHeader(req: HttpRequest): string | null {
+  let lengths = 0;
+  let auths = 0;
+  req.forEach((key) => {
+    if (key === 'content-length') lengths++;
+    else if (key === 'authorization') auths++;
+  });
+  return lengths > 1 ? 'Content-Length' : auths > 1 ? 'Authorization' : null;
 }
 
 function handlerFor(ctx: FrontContext, route: RouteSpec): Handler {
