@@ -22,6 +22,8 @@ export interface MockSettings {
   readonly streamChunks: number;
   readonly chunkIntervalMs: number;
   readonly embeddingDimensions: number;
+  /** Fault injection (tests, demos): take the worker down mid-call. */
+  readonly fault: 'none' | 'crash' | 'exit';
 }
 
 /** Where one routed request goes. */

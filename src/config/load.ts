@@ -229,6 +229,7 @@ function resolveMock(params: Partial<ParamsInput>): MockSettings {
     streamChunks: params.mock_stream_chunks ?? DEFAULTS.mock.streamChunks,
     chunkIntervalMs: params.mock_chunk_interval_ms ?? DEFAULTS.mock.chunkIntervalMs,
     embeddingDimensions: params.mock_embedding_dimensions ?? DEFAULTS.mock.embeddingDimensions,
+    fault: params.mock_fault ?? 'none',
   });
 }
 

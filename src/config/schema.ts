@@ -27,6 +27,8 @@ export const paramsSchema = z.looseObject({
   mock_stream_chunks: z.number().int().positive().max(100_000).optional(),
   mock_chunk_interval_ms: z.number().int().nonnegative().optional(),
   mock_embedding_dimensions: z.number().int().positive().max(65_536).optional(),
+  /** Fault injection for resilience tests and demos: `crash` throws asynchronously in the worker, `exit` ends the worker thread. */
+  mock_fault: z.enum(['none', 'crash', 'exit']).optional(),
 });
 
 const modelEntrySchema = z.looseObject({

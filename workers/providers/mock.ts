@@ -17,6 +17,7 @@ export const mockAdapter: ProviderAdapter = {
     const started = performance.now();
     const { mock } = call.upstream;
     if (mock.latencyMs > 0) await sleep(mock.latencyMs, undefined, { signal: call.signal });
+    if (mock.fault !== 'none') return injectFault(mock.fault);
     if (call.op === 'embeddings') {
       const { body, usage } = embeddings(call);
       sink.reply(200, 'application/json', [], encoder.encode(body), usage, performance.now() - started);
@@ -129,4 +130,15 @@ function hash(text: string): number {
     h = Math.imul(h, 0x01000193);
   }
   return h >>> 0;
+}
+
+/** Takes this worker thread down the way a broken adapter would: an uncaught async throw, or an exit. */
+function injectFault(fault: 'crash' | 'exit'): Promise<never> {
+  // In a worker thread, process.exit ends the thread, not the process.
+  if (fault === 'exit') process.exit(1);
+  setImmediate(() => {
+    throw new Error('mock_fault: crash (injected)');
+  });
+  // Never answer: the crash ends this call along with its worker.
+  return new Promise<never>(() => undefined);
 }
