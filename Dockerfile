@@ -38,7 +38,9 @@ COPY --from=build /app/dist ./dist
 # The contract file, beside package.json as in the repository.
 COPY openapi.yaml ./
 
-USER node
+# The official image's unprivileged `node` user, by number: Kubernetes'
+# runAsNonRoot can only verify a numeric USER.
+USER 1000:1000
 EXPOSE 8080
 STOPSIGNAL SIGTERM
 
