@@ -56,6 +56,7 @@ export async function startGateway(config: GatewayConfig, log: Logger): Promise<
     uwsNative: UWS_NATIVE,
     lifecycle: new Lifecycle(),
   };
+  ctx.metrics.attach(ctx);
   const app = buildApp(ctx);
   const socket = await new Promise<uws.us_listen_socket>((resolve, reject) => {
     app.listen(config.host, config.port, (token) => (token ? resolve(token) : reject(new Error(`cannot listen on ${config.host}:${config.port}`))));

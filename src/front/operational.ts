@@ -119,6 +119,7 @@ export function models(ctx: FrontContext, ex: Exchange): void {
   });
 }
 
+/** Prometheus text; gauges read the gateway's state at scrape (src/metrics/registry.ts). */
 export function metrics(ctx: FrontContext, ex: Exchange, res: HttpResponse): void {
   res.onAborted(() => {
     ex.aborted = true;

@@ -59,6 +59,9 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
   #paused = false;
   #status = 0;
   #upstreamMs = 0;
+  /** Milliseconds from request start to the first data event written; -1 until then (streams only). */
+  #ttftMs = -1;
+  #usage: Usage | null = null;
   bytesIn = 0;
   #bytesOut = 0;
   lastWrite = 0;
@@ -71,8 +74,8 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
 
   start(op: Operation, body: Uint8Array): void {
     this.#ctx.lifecycle.add(this);
+    // The in-flight and open-stream gauges read these counters when scraped.
     this.#ctx.counters.inFlight++;
-    this.#ctx.metrics.inFlight.inc();
     this.#id = this.#ctx.pool.call(op, this.ex.requestId, body, this);
   }
 
@@ -89,7 +92,7 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
     this.#upstreamMs = frame.upstreamMs;
     this.#bytesOut = body.length;
     send(this.ex, frame.status, frame.contentType, body, frame.headers);
-    this.#countUsage(frame.usage);
+    this.#usage = frame.usage;
     this.#finish(frame.status);
   }
 
@@ -98,7 +101,6 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
     this.#labels = frame.labels;
     this.#streaming = true;
     this.#ctx.counters.streamsOpen++;
-    this.#ctx.metrics.streamsOpen.inc();
     const { res } = this.ex;
     res.cork(() => {
       writeHead(this.ex, 200, 'text/event-stream', frame.headers);
@@ -113,11 +115,18 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
   data(bytes: Uint8Array): void {
     if (this.ex.aborted) return;
     this.#write(bytes);
+    if (this.#ttftMs < 0) {
+      // Time to first token: the first data event reaches the client (keep-alive comments do not count).
+      this.#ttftMs = performance.now() - this.#started;
+      const { model, provider } = this.#labels;
+      this.#ctx.metrics.forModel(model, provider).timeToFirstToken.observe(this.#ttftMs / 1000);
+    }
   }
 
   end(frame: EndFrame): void {
     this.#upstreamMs = frame.upstreamMs;
-    this.#countUsage(frame.usage);
+    // The usage of a stream's last chunk, as the adapter reported it on `end`.
+    this.#usage = frame.usage;
     if (!this.ex.aborted) this.ex.res.cork(() => this.ex.res.end());
     this.#finish(200);
   }
@@ -133,6 +142,7 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
     // CONTRACT.md: a stream that fails after its first byte ends with one SSE error event, then closes.
     if (!this.ex.aborted) {
       const event = `data: ${errorBody(code, frame.message)}\n\n`;
+      this.#bytesOut += Buffer.byteLength(event);
       this.ex.res.cork(() => {
         this.ex.res.write(event);
         this.ex.res.end();
@@ -147,7 +157,7 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
 
   finishError(code: ErrorCode, message: string | undefined, closeConnection: boolean): void {
     const body = errorBody(code, message ?? ERRORS[code].message);
-    this.#bytesOut = body.length;
+    this.#bytesOut = Buffer.byteLength(body);
     send(this.ex, errorStatus(code), JSON_TYPE, body, undefined, closeConnection);
     this.#finish(errorStatus(code));
   }
@@ -165,7 +175,7 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
     res.cork(() => {
       ok = res.write(chunk);
     });
-    this.#bytesOut += typeof chunk === 'string' ? chunk.length : chunk.byteLength;
+    this.#bytesOut += typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk.byteLength;
     this.lastWrite = performance.now();
     if (!ok && !this.#paused) {
       // The client reads slower than the upstream writes: stop reading upstream until it drains.
@@ -179,13 +189,6 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
     }
   }
 
-  #countUsage(usage: Usage | null): void {
-    if (!usage) return;
-    const { model, provider } = this.#labels;
-    this.#ctx.metrics.tokens.inc({ model, provider, kind: 'prompt' }, usage.prompt);
-    this.#ctx.metrics.tokens.inc({ model, provider, kind: 'completion' }, usage.completion);
-  }
-
   #countUpstreamError(code: ErrorCode): void {
     const { model, provider } = this.#labels;
     this.#ctx.counters.upstreamErrors++;
@@ -194,29 +197,36 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
 
   #finished = false;
 
-  /** Counts, logs and releases the request, exactly once. `status` 499: the client left first. */
+  /**
+   * Counts, logs and releases the request, exactly once. `status` 499: the client left first.
+   * docs/METRICS.md, "/status and /metrics": both count here, together, by one rule.
+   */
   #finish(status: number): void {
     if (this.#finished) return;
     this.#finished = true;
     this.#ctx.lifecycle.delete(this);
     this.#status = status;
     const ctx = this.#ctx;
-    if (this.#id !== 0) {
-      ctx.counters.inFlight--;
-      ctx.metrics.inFlight.dec();
-    }
+    if (this.#id !== 0) ctx.counters.inFlight--;
     if (this.#streaming) {
       ctx.counters.streamsOpen--;
-      ctx.metrics.streamsOpen.dec();
       ctx.keepalive.delete(this);
     }
     const durationMs = performance.now() - this.#started;
     const { model, provider } = this.#labels;
-    const statusLabel = String(status);
     ctx.counters.record(status);
-    ctx.metrics.requests.inc({ route: this.#route.path, model, provider, status: statusLabel });
-    ctx.metrics.requestDuration.observe({ route: this.#route.path, model, status: statusLabel }, durationMs / 1000);
-    if (this.#upstreamMs > 0) ctx.metrics.upstreamDuration.observe({ model, provider }, this.#upstreamMs / 1000);
+    const series = ctx.metrics.forResult(this.#route.path, model, provider, status);
+    series.requests.inc();
+    series.duration.observe(durationMs / 1000);
+    // Only a body read in full has a size; one refused or abandoned on the way in does not.
+    if (this.#id !== 0) series.requestBytes.observe(this.bytesIn);
+    series.responseBytes.observe(this.#bytesOut);
+    if (this.#upstreamMs > 0) series.model.upstreamDuration.observe(this.#upstreamMs / 1000);
+    const usage = this.#usage;
+    if (usage) {
+      series.model.promptTokens.inc(usage.prompt);
+      series.model.completionTokens.inc(usage.completion);
+    }
     ctx.log.info(
       {
         event: 'access',
@@ -229,6 +239,8 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
         stream: this.#streaming,
         duration_ms: round(durationMs),
         upstream_ms: round(this.#upstreamMs),
+        // Streams only; absent when no data event was written (pino leaves out undefined).
+        ttft_ms: this.#ttftMs < 0 ? undefined : round(this.#ttftMs),
         bytes_in: this.bytesIn,
         bytes_out: this.#bytesOut,
       },

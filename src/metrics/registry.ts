@@ -1,52 +1,293 @@
 /**
- * The one table of Switchyard's metrics: names, help and labels. Labels are
- * bounded: `route` is a route-table path, `model` a configured alias or
- * `<provider>/*` (never raw caller input), `status` an HTTP status code.
+ * The one table of Switchyard's metrics: names, help and labels
+ * (docs/METRICS.md documents each; a test keeps the two in step). Labels
+ * are bounded: `route` is a route-table path, `model` a configured alias or
+ * `<provider>/*` (never raw caller input), `provider` a provider name,
+ * `status` an HTTP status code, `check` a registered health check.
+ *
+ * Request series are plain objects (see families.ts) looked up once per
+ * request by one Map lookup (`forResult`); gauges of gateway state (in
+ * flight, open streams, workers, health) are read or recorded from their
+ * sources, never updated per request.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { STARTUP_CHECK } from '../health/registry.js';
+import type { HealthReport, HealthStatus } from '../health/types.js';
+import type { PoolStats } from '../supervisor/worker-pool.js';
+import { CounterFamily, HistogramFamily, type CounterSeries, type HistogramSeries } from './families.js';
+import { statusClass } from './status-class.js';
 
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+/** 64 B to 64 MiB, by fours. */
+const BYTE_BUCKETS = [64, 256, 1024, 4096, 16_384, 65_536, 262_144, 1_048_576, 4_194_304, 16_777_216, 67_108_864];
+const HEALTH_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+/** switchyard_health_check_status: 1 healthy, 0.5 degraded, 0 unhealthy. */
+const HEALTH_VALUE: Readonly<Record<HealthStatus, number>> = { healthy: 1, degraded: 0.5, unhealthy: 0 };
 
-export function createMetrics() {
-  const registry = new Registry();
-  collectDefaultMetrics({ register: registry, prefix: 'switchyard_' });
-  return {
-    registry,
-    requests: new Counter({
+/** The series of one model alias and provider. */
+export interface ModelSeries {
+  readonly upstreamDuration: HistogramSeries;
+  readonly timeToFirstToken: HistogramSeries;
+  readonly promptTokens: CounterSeries;
+  readonly completionTokens: CounterSeries;
+}
+
+/** The series one finished provider-route request moves. */
+export interface ResultSeries {
+  readonly requests: CounterSeries;
+  readonly duration: HistogramSeries;
+  readonly requestBytes: HistogramSeries;
+  readonly responseBytes: HistogramSeries;
+  readonly model: ModelSeries;
+}
+
+/** The labels of switchyard_requests_total that callers give; `status_class` is derived from `status`. */
+export interface RequestLabels {
+  readonly route: string;
+  readonly model: string;
+  readonly provider: string;
+  /** An HTTP status code, e.g. `"200"`. */
+  readonly status: string;
+}
+
+/** Per-worker in-flight calls, when the pool reports them (`PoolStats.inFlightByWorker`). */
+type StatsWithWorkers = PoolStats & { readonly inFlightByWorker?: readonly number[] };
+
+/** The gateway state read at scrape time and the health runs recorded as they finish. */
+export interface MetricSources {
+  readonly counters: { readonly inFlight: number; readonly streamsOpen: number };
+  readonly pool: { stats(): PoolStats };
+  readonly health: { onRun(listener: (report: HealthReport) => void): void };
+}
+
+export class GatewayMetrics {
+  readonly registry = new Registry();
+
+  // ── per request (hot path: through forResult / forModel) ──
+  readonly requestsTotal = new CounterFamily(
+    {
       name: 'switchyard_requests_total',
-      help: 'Requests answered, by route, model alias, provider and HTTP status',
-      labelNames: ['route', 'model', 'provider', 'status'] as const,
-      registers: [registry],
-    }),
-    requestDuration: new Histogram({
+      help: 'Requests answered, by route, model alias, provider, HTTP status and status class',
+      labelNames: ['route', 'model', 'provider', 'status', 'status_class'] as const,
+    },
+    this.registry,
+  );
+  readonly requestDuration = new HistogramFamily(
+    {
       name: 'switchyard_request_duration_seconds',
-      help: 'Time from request received to response complete, by route, model alias and HTTP status',
-      labelNames: ['route', 'model', 'status'] as const,
+      help: 'Provider routes: time from request received to response complete, by route, model alias and status class',
+      labelNames: ['route', 'model', 'status_class'] as const,
       buckets: LATENCY_BUCKETS,
-      registers: [registry],
-    }),
-    upstreamDuration: new Histogram({
+    },
+    this.registry,
+  );
+  readonly upstreamDuration = new HistogramFamily(
+    {
       name: 'switchyard_upstream_duration_seconds',
-      help: 'Time spent on the provider call, by model alias and provider',
+      help: 'Time spent on the provider call as the worker measured it, by model alias and provider',
       labelNames: ['model', 'provider'] as const,
       buckets: LATENCY_BUCKETS,
-      registers: [registry],
-    }),
-    inFlight: new Gauge({ name: 'switchyard_requests_in_flight', help: 'Provider requests being served', registers: [registry] }),
-    streamsOpen: new Gauge({ name: 'switchyard_streams_open', help: 'SSE streams open to clients', registers: [registry] }),
-    upstreamErrors: new Counter({
-      name: 'switchyard_upstream_errors_total',
-      help: 'Provider calls that failed, by model alias, provider and error code',
-      labelNames: ['model', 'provider', 'code'] as const,
-      registers: [registry],
-    }),
-    tokens: new Counter({
+    },
+    this.registry,
+  );
+  readonly timeToFirstToken = new HistogramFamily(
+    {
+      name: 'switchyard_time_to_first_token_seconds',
+      help: 'Streams: time from request received to the first data event written to the client, by model alias and provider',
+      labelNames: ['model', 'provider'] as const,
+      buckets: LATENCY_BUCKETS,
+    },
+    this.registry,
+  );
+  readonly tokens = new CounterFamily(
+    {
       name: 'switchyard_tokens_total',
       help: 'Tokens reported by providers in usage, by model alias, provider and kind (prompt or completion)',
       labelNames: ['model', 'provider', 'kind'] as const,
-      registers: [registry],
-    }),
+    },
+    this.registry,
+  );
+  readonly upstreamErrors = new CounterFamily(
+    {
+      name: 'switchyard_upstream_errors_total',
+      help: 'Provider calls that failed, by model alias, provider and error code',
+      labelNames: ['model', 'provider', 'code'] as const,
+    },
+    this.registry,
+  );
+  readonly requestBodyBytes = new HistogramFamily(
+    {
+      name: 'switchyard_request_body_bytes',
+      help: 'Provider routes: size of request bodies read in full, by route',
+      labelNames: ['route'] as const,
+      buckets: BYTE_BUCKETS,
+    },
+    this.registry,
+  );
+  readonly responseBodyBytes = new HistogramFamily(
+    {
+      name: 'switchyard_response_body_bytes',
+      help: 'Provider routes: body bytes written to the client (SSE events and comments included), by route',
+      labelNames: ['route'] as const,
+      buckets: BYTE_BUCKETS,
+    },
+    this.registry,
+  );
+
+  // ── gateway state, read when scraped ──
+  #sources: MetricSources | null = null;
+
+  readonly inFlight: Gauge;
+  readonly streamsOpen: Gauge;
+  readonly workers: Gauge;
+  readonly workerInFlight: Gauge<'worker'>;
+  readonly workerRestarts: Counter;
+  readonly healthCheckDuration: Histogram<'check'>;
+  readonly healthCheckStatus: Gauge<'check'>;
+
+  readonly #byResult = new Map<string, ResultSeries>();
+  readonly #byModel = new Map<string, ModelSeries>();
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry, prefix: 'switchyard_' });
+    const registers = [this.registry];
+    const sources = () => this.#sources;
+    this.inFlight = new Gauge({
+      name: 'switchyard_requests_in_flight',
+      help: 'Provider-route requests handed to a worker and not finished (the /status in_flight counter)',
+      registers,
+      collect() {
+        const s = sources();
+        if (s) this.set(s.counters.inFlight);
+      },
+    });
+    this.streamsOpen = new Gauge({
+      name: 'switchyard_streams_open',
+      help: 'SSE streams open to clients (the /status streams_open counter)',
+      registers,
+      collect() {
+        const s = sources();
+        if (s) this.set(s.counters.streamsOpen);
+      },
+    });
+    this.workers = new Gauge({
+      name: 'switchyard_workers',
+      help: 'Provider worker threads in the pool',
+      registers,
+      collect() {
+        const s = sources();
+        if (s) this.set(s.pool.stats().workers);
+      },
+    });
+    this.workerInFlight = new Gauge({
+      name: 'switchyard_worker_inflight',
+      help: 'Calls in flight on each provider worker; the pool has no queue, so this is its load, not a queue depth',
+      labelNames: ['worker'] as const,
+      registers,
+      collect() {
+        const s = sources();
+        const perWorker = s ? (s.pool.stats() as StatsWithWorkers).inFlightByWorker : undefined;
+        if (!perWorker) return;
+        this.reset();
+        for (let i = 0; i < perWorker.length; i++) this.set({ worker: String(i) }, perWorker[i] as number);
+      },
+    });
+    let restartsSeen = 0;
+    this.workerRestarts = new Counter({
+      name: 'switchyard_worker_restarts_total',
+      help: 'Provider workers that died and were replaced (the /status worker_restarts counter)',
+      registers,
+      collect() {
+        const s = sources();
+        const restarts = s ? s.pool.stats().restarts : 0;
+        if (restarts > restartsSeen) this.inc(restarts - restartsSeen);
+        restartsSeen = Math.max(restartsSeen, restarts);
+      },
+    });
+    this.healthCheckDuration = new Histogram({
+      name: 'switchyard_health_check_duration_seconds',
+      help: 'Duration of each health-check run (whole milliseconds, as the report gives them), by check',
+      labelNames: ['check'] as const,
+      buckets: HEALTH_BUCKETS,
+      registers,
+    });
+    this.healthCheckStatus = new Gauge({
+      name: 'switchyard_health_check_status',
+      help: 'Result of the latest run of each health check: 1 healthy, 0.5 degraded, 0 unhealthy',
+      labelNames: ['check'] as const,
+      registers,
+    });
+  }
+
+  /**
+   * Counts a request on switchyard_requests_total from its labels (the
+   * status class is derived); for callers off the provider hot path, e.g.
+   * a 401 refused before the body, or an operational route.
+   */
+  readonly requests = {
+    inc: (labels: RequestLabels): void => {
+      this.requestsTotal.inc({ ...labels, status_class: statusClass(Number(labels.status)) });
+    },
   };
+
+  /** Every series a finished provider-route request moves, by one Map lookup after the first. */
+  forResult(route: string, model: string, provider: string, status: number): ResultSeries {
+    const key = `${route}\u0000${model}\u0000${provider}\u0000${status}`;
+    let found = this.#byResult.get(key);
+    if (!found) {
+      const cls = statusClass(status);
+      found = {
+        requests: this.requestsTotal.at({ route, model, provider, status: String(status), status_class: cls }),
+        duration: this.requestDuration.at({ route, model, status_class: cls }),
+        requestBytes: this.requestBodyBytes.at({ route }),
+        responseBytes: this.responseBodyBytes.at({ route }),
+        model: this.forModel(model, provider),
+      };
+      this.#byResult.set(key, found);
+    }
+    return found;
+  }
+
+  /** The series of one model alias and provider (time to first token, upstream time, tokens). */
+  forModel(model: string, provider: string): ModelSeries {
+    const key = `${model}\u0000${provider}`;
+    let found = this.#byModel.get(key);
+    if (!found) {
+      found = {
+        upstreamDuration: this.upstreamDuration.at({ model, provider }),
+        timeToFirstToken: this.timeToFirstToken.at({ model, provider }),
+        promptTokens: this.tokens.at({ model, provider, kind: 'prompt' }),
+        completionTokens: this.tokens.at({ model, provider, kind: 'completion' }),
+      };
+      this.#byModel.set(key, found);
+    }
+    return found;
+  }
+
+  /**
+   * Connects the gauges to the gateway's state and records every health
+   * run from now on. Once per metrics object: later calls do nothing.
+   */
+  attach(sources: MetricSources): void {
+    if (this.#sources) return;
+    this.#sources = sources;
+    sources.health.onRun((report) => this.recordHealth(report));
+  }
+
+  /** One health run's results: a duration per check and its status; a liveness run (every check) drops checks no longer registered. */
+  recordHealth(report: HealthReport): void {
+    if (report.probe_type === 'liveness') this.healthCheckStatus.reset();
+    for (const check of report.checks) {
+      // The warm-up entry of readiness is not a check that ran.
+      if (check.name === STARTUP_CHECK) continue;
+      this.healthCheckDuration.observe({ check: check.name }, check.duration_ms / 1000);
+      this.healthCheckStatus.set({ check: check.name }, HEALTH_VALUE[check.status]);
+    }
+  }
 }
 
-export type Metrics = ReturnType<typeof createMetrics>;
+export function createMetrics(): GatewayMetrics {
+  return new GatewayMetrics();
+}
+
+export type Metrics = GatewayMetrics;

@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import type { GatewayConfig } from '../config/load.js';
 import { ProbeCache, type CachedReport } from '../health/probe-cache.js';
 import { HealthRegistry } from '../health/registry.js';
-import type { HealthCheck } from '../health/types.js';
+import type { HealthCheck, HealthReport } from '../health/types.js';
 import { credentialsCheck, eventLoopCheck, upstreamChecks, workerPoolCheck } from './gateway-checks.js';
 import type { WorkerPool } from './worker-pool.js';
 
@@ -18,6 +18,7 @@ export class HealthSupervisor {
   readonly #log: Logger;
   readonly #readyAt: number;
   readonly #extra: HealthCheck[] = [];
+  readonly #onRun: Array<(report: HealthReport) => void> = [];
   #config: GatewayConfig;
   #eventLoop: ReturnType<typeof eventLoopCheck>;
   #registry!: HealthRegistry;
@@ -37,6 +38,15 @@ export class HealthSupervisor {
   register(check: HealthCheck): void {
     this.#registry.register(check);
     this.#extra.push(check);
+  }
+
+  /**
+   * Calls `listener` with the report of every health run as it finishes
+   * (not for probes answered from the cache); survives reloads. The
+   * metrics record check durations and statuses through it.
+   */
+  onRun(listener: (report: HealthReport) => void): void {
+    this.#onRun.push(listener);
   }
 
   get registry(): HealthRegistry {
@@ -79,7 +89,19 @@ export class HealthSupervisor {
     for (const check of this.#extra) registry.register(check);
     this.#registry = registry;
     const options = { ttlMs: health.cacheTtlMs, budgetMs: health.probeBudgetMs };
-    this.#liveness = new ProbeCache(() => registry.checkLiveness(), { ...options, probe: 'liveness' });
-    this.#readiness = new ProbeCache(() => registry.checkReadiness(), { ...options, probe: 'readiness' });
+    this.#liveness = new ProbeCache(() => registry.checkLiveness().then(this.#ran), { ...options, probe: 'liveness' });
+    this.#readiness = new ProbeCache(() => registry.checkReadiness().then(this.#ran), { ...options, probe: 'readiness' });
   }
+
+  readonly #ran = (report: HealthReport): HealthReport => {
+    for (const listener of this.#onRun) {
+      try {
+        listener(report);
+      } catch (err) {
+        // A listener's bug must not fail the probe.
+        this.#log.error({ event: 'health_listener_failed', err: err instanceof Error ? err.message : String(err) }, 'a health-run listener threw');
+      }
+    }
+    return report;
+  };
 }

@@ -53,6 +53,7 @@ export interface PoolStats {
   readonly workers: number;
   readonly inFlight: number;
   readonly restarts: number;
+  readonly inFlightByWorker: readonly number[];
 }
 
 export class WorkerPool {
@@ -154,11 +155,13 @@ export class WorkerPool {
   stats(): PoolStats {
     let inFlight = 0;
     let restarts = 0;
+    const inFlightByWorker: number[] = [];
     for (const slot of this.#slots) {
       inFlight += slot.inFlight;
       restarts += slot.restarts;
+      inFlightByWorker.push(slot.inFlight);
     }
-    return { workers: this.#slots.length, inFlight, restarts };
+    return { workers: this.#slots.length, inFlight, restarts, inFlightByWorker };
   }
 
   async close(): Promise<void> {
