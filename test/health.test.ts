@@ -593,10 +593,13 @@ describe('gateway checks (unit, fake worker pool)', () => {
 
   it('worker_pool: unhealthy when a worker does not answer a ping, degraded on restarts or saturation', async () => {
     const stats = (over: Partial<ReturnType<WorkerPool['stats']>> = {}) => () => ({ workers: 2, inFlight: 0, restarts: 0, ...over });
-    expect((await run(workerPoolCheck(fakePool({ ping: async () => [1, 2], stats: stats() }), 500))).status).toBe('healthy');
-    expect(await run(workerPoolCheck(fakePool({ ping: async () => [1, null], stats: stats() }), 500))).toMatchObject({ status: 'unhealthy', reason: expect.stringMatching(/1/) });
-    expect((await run(workerPoolCheck(fakePool({ ping: async () => [1, 2], stats: stats({ restarts: 3 }) }), 500))).status).toBe('degraded');
-    expect((await run(workerPoolCheck(fakePool({ ping: async () => [1, 2], stats: stats({ inFlight: 100_000 }) }), 500))).status).toBe('degraded');
+    expect((await run(workerPoolCheck(fakePool({ ping: async () => [1, 2], stats: stats() }), 500, 1000))).status).toBe('healthy');
+    expect(await run(workerPoolCheck(fakePool({ ping: async () => [1, null], stats: stats() }), 500, 1000))).toMatchObject({ status: 'unhealthy', reason: expect.stringMatching(/1/) });
+    expect((await run(workerPoolCheck(fakePool({ ping: async () => [1, 2], stats: stats({ restarts: 3 }) }), 500, 1000))).status).toBe('degraded');
+    expect((await run(workerPoolCheck(fakePool({ ping: async () => [1, 2], stats: stats({ inFlight: 100_000 }) }), 500, 1000))).status).toBe('degraded');
+    // Saturation is 90 % of max_in_flight: 899 of 1000 is still healthy, 900 is degraded.
+    expect((await run(workerPoolCheck(fakePool({ ping: async () => [1, 2], stats: stats({ inFlight: 899 }) }), 500, 1000))).status).toBe('healthy');
+    expect((await run(workerPoolCheck(fakePool({ ping: async () => [1, 2], stats: stats({ inFlight: 900 }) }), 500, 1000))).status).toBe('degraded');
   });
 
   it('event_loop: degraded after the loop was blocked past the threshold, healthy again afterwards', async () => {

@@ -20,6 +20,7 @@ export const DEFAULTS = {
   maxRequestBodyBytes: 8 * 1024 * 1024,
   maxResponseBodyBytes: 64 * 1024 * 1024,
   streamKeepaliveMs: 15_000,
+  maxInFlight: 10_000,
   drainDelayMs: 5_000,
   drainTimeoutMs: 30_000,
   logLevel: 'info',
@@ -44,6 +45,8 @@ export interface GatewayConfig {
   readonly workers: number;
   readonly maxRequestBodyBytes: number;
   readonly streamKeepaliveMs: number;
+  /** Provider requests in flight past which new ones get 503 `overloaded` (with Retry-After). */
+  readonly maxInFlight: number;
   /** SIGTERM → listen socket closed. */
   readonly drainDelayMs: number;
   /** Listen socket closed → whatever is still open is ended with `shutting_down`. */
@@ -87,6 +90,7 @@ const envSchema = z.object({
   GATEWAY_MAX_BODY_BYTES: envInt(1, Number.MAX_SAFE_INTEGER).optional(),
   GATEWAY_MAX_RESPONSE_BYTES: envInt(1, Number.MAX_SAFE_INTEGER).optional(),
   LOG_LEVEL: z.enum(LOG_LEVELS).optional(),
+  GATEWAY_MAX_IN_FLIGHT: envInt(1, 10_000_000).optional(),
   GATEWAY_DRAIN_DELAY: envSeconds.optional(),
   GATEWAY_DRAIN_TIMEOUT: envSeconds.optional(),
   GATEWAY_API_KEY: z.string().optional(),
@@ -173,6 +177,7 @@ export function parseConfig(text: string, source: string, env: Env = process.env
     workers: e.GATEWAY_WORKERS ?? file.server?.workers ?? availableParallelism(),
     maxRequestBodyBytes: e.GATEWAY_MAX_BODY_BYTES ?? file.limits?.max_request_body_bytes ?? DEFAULTS.maxRequestBodyBytes,
     streamKeepaliveMs: file.server?.stream_keepalive_interval !== undefined ? file.server.stream_keepalive_interval * 1000 : DEFAULTS.streamKeepaliveMs,
+    maxInFlight: e.GATEWAY_MAX_IN_FLIGHT ?? file.server?.max_in_flight ?? DEFAULTS.maxInFlight,
     drainDelayMs: e.GATEWAY_DRAIN_DELAY ?? secondsOr(file.server?.drain_delay, DEFAULTS.drainDelayMs),
     drainTimeoutMs: e.GATEWAY_DRAIN_TIMEOUT ?? secondsOr(file.server?.drain_timeout, DEFAULTS.drainTimeoutMs),
     logLevel: e.LOG_LEVEL ?? DEFAULTS.logLevel,

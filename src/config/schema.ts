@@ -54,6 +54,8 @@ const serverSchema = z.looseObject({
   workers: z.number().int().positive().max(256).optional(),
   /** Seconds between `: keepalive` comments on a stream that carries no chunk. */
   stream_keepalive_interval: seconds.optional(),
+  /** Provider requests in flight past which new ones get 503 overloaded with Retry-After. */
+  max_in_flight: z.number().int().positive().optional(),
   /** Seconds between SIGTERM (readiness turns 503) and closing the listen socket, for load balancers to notice. */
   drain_delay: z.number().nonnegative().finite().optional(),
   /** Seconds in-flight requests and streams get to finish after the socket closes. */

@@ -17,6 +17,7 @@ import type { RouteSpec } from './routes.js';
 
 const SSE_HEADERS = ['cache-control', 'no-cache', 'x-accel-buffering', 'no'] as const;
 const KEEPALIVE_COMMENT = ': keepalive\n\n';
+const RETRY_AFTER = ['retry-after', '1'] as const;
 const UNROUTED: RouteLabels = { model: 'unrouted', provider: 'none' };
 
 /**
@@ -31,6 +32,11 @@ export function providerHandler(ctx: FrontContext, route: RouteSpec, op: Operati
     const declared = contentLength === '' ? null : Number(contentLength);
     if (declared !== null && !(Number.isSafeInteger(declared) && declared >= 0)) {
       call.finishError('invalid_request', 'invalid Content-Length', true);
+      return;
+    }
+    if (ctx.lifecycle.active.size >= ctx.config.maxInFlight) {
+      // Overload: answer at once rather than let latency grow without limit; the body is never read.
+      call.finishError('overloaded', undefined, declared !== 0, RETRY_AFTER);
       return;
     }
     res.onAborted(() => call.onAborted());
@@ -155,10 +161,10 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
     if (!this.ex.aborted && !this.#paused) this.#write(KEEPALIVE_COMMENT);
   }
 
-  finishError(code: ErrorCode, message: string | undefined, closeConnection: boolean): void {
+  finishError(code: ErrorCode, message: string | undefined, closeConnection: boolean, headers?: readonly string[]): void {
     const body = errorBody(code, message ?? ERRORS[code].message);
     this.#bytesOut = Buffer.byteLength(body);
-    send(this.ex, errorStatus(code), JSON_TYPE, body, undefined, closeConnection);
+    send(this.ex, errorStatus(code), JSON_TYPE, body, headers, closeConnection);
     this.#finish(errorStatus(code));
   }
 

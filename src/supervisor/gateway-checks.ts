@@ -9,8 +9,8 @@ import type { RoutingConfig, Upstream } from '../../protocol/config.js';
 import { Health, type HealthCheck } from '../health/types.js';
 import type { WorkerPool } from './worker-pool.js';
 
-/** Calls in flight per worker past which the pool counts as saturated (degraded, still serving). */
-export const SATURATION_PER_WORKER = 512;
+/** Share of `max_in_flight` past which the pool counts as saturated (degraded, still serving). */
+export const SATURATION_SHARE = 0.9;
 
 /** spec 000, States: ready when at least one configured route has provider credentials. */
 export function credentialsCheck(routing: () => RoutingConfig): HealthCheck {
@@ -26,7 +26,7 @@ export function credentialsCheck(routing: () => RoutingConfig): HealthCheck {
 }
 
 /** Every worker answers a ping over the protocol within the check's timeout. */
-export function workerPoolCheck(pool: WorkerPool, timeoutMs: number): HealthCheck {
+export function workerPoolCheck(pool: WorkerPool, timeoutMs: number, maxInFlight: number): HealthCheck {
   return {
     name: 'worker_pool',
     timeoutMs,
@@ -35,7 +35,7 @@ export function workerPoolCheck(pool: WorkerPool, timeoutMs: number): HealthChec
       const silent = answers.flatMap((ms, i) => (ms === null ? [i] : []));
       if (silent.length > 0) return Health.unhealthy(`worker(s) ${silent.join(', ')} did not answer a ping within ${timeoutMs} ms`);
       const { inFlight, workers, restarts } = pool.stats();
-      if (inFlight >= workers * SATURATION_PER_WORKER) return Health.degraded(`pool saturated: ${inFlight} calls in flight on ${workers} workers`);
+      if (inFlight >= maxInFlight * SATURATION_SHARE) return Health.degraded(`pool saturated: ${inFlight} calls in flight on ${workers} workers (limit ${maxInFlight})`);
       if (restarts > 0) return Health.degraded(`${restarts} worker restart(s) since start`);
       return Health.healthy();
     },

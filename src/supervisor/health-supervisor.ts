@@ -83,7 +83,7 @@ export class HealthSupervisor {
     });
     const config = this.#config;
     registry.register(credentialsCheck(() => config.routing));
-    registry.register(workerPoolCheck(this.#pool, Math.min(health.checkTimeoutMs, health.probeBudgetMs)));
+    registry.register(workerPoolCheck(this.#pool, Math.min(health.checkTimeoutMs, health.probeBudgetMs), this.#config.maxInFlight));
     registry.register(this.#eventLoop);
     for (const check of upstreamChecks(routing, this.#pool, health.checkTimeoutMs)) registry.register(check);
     for (const check of this.#extra) registry.register(check);
