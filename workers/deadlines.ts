@@ -9,14 +9,15 @@ import { GatewayError, type ErrorCode } from '../src/errors.js';
 import type { Timeouts } from '../protocol/config.js';
 
 export class Deadlines {
-  readonly #controller: AbortController;
+  readonly #abort: (reason: GatewayError) => void;
   readonly #timeouts: Timeouts;
   readonly #total: NodeJS.Timeout;
   #phase: NodeJS.Timeout | null;
 
   /** Starts the total and headers timers at once. */
-  constructor(controller: AbortController, timeouts: Timeouts) {
-    this.#controller = controller;
+  /** `abort` ends the call with the expired deadline's error. */
+  constructor(abort: (reason: GatewayError) => void, timeouts: Timeouts) {
+    this.#abort = abort;
     this.#timeouts = timeouts;
     this.#total = setTimeout(() => this.#expire('upstream_timeout'), timeouts.totalMs);
     this.#phase = setTimeout(() => this.#expire('upstream_headers_timeout'), timeouts.headersMs);
@@ -50,6 +51,6 @@ export class Deadlines {
 
   #expire(code: ErrorCode): void {
     this.clear();
-    this.#controller.abort(new GatewayError(code));
+    this.#abort(new GatewayError(code));
   }
 }

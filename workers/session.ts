@@ -4,9 +4,8 @@
  * frames. Calls are independent and concurrent; a call keeps the routing
  * config it started with even when a reload swaps it mid-flight.
  */
-import type { MessagePort } from 'node:worker_threads';
+import type { ChannelEnd, FrameSender } from '../protocol/channel.js';
 import type { RoutingConfig } from '../protocol/config.js';
-import { FramePort } from '../protocol/frame-port.js';
 import type { CallFrame, FromWorker, HeaderList, RouteLabels, ToWorker, Usage } from '../protocol/frames.js';
 import { GatewayError, isErrorCode, type ErrorCode } from '../src/errors.js';
 import { Flow } from './flow.js';
@@ -22,15 +21,14 @@ interface ActiveCall {
 }
 
 export class WorkerSession {
-  readonly closed: Promise<void>;
-  readonly #port: FramePort<ToWorker, FromWorker>;
+  readonly #port: FrameSender<FromWorker>;
   readonly #calls = new Map<number, ActiveCall>();
   #router: Router;
 
-  constructor(port: MessagePort, routing: RoutingConfig) {
+  /** `channel` is a worker thread's MessagePort end, or the in-thread end of GATEWAY_WORKERS=0. */
+  constructor(channel: ChannelEnd<ToWorker, FromWorker>, routing: RoutingConfig) {
     this.#router = new Router(routing);
-    this.#port = new FramePort<ToWorker, FromWorker>(port, (frame, payload) => this.#onFrame(frame, payload));
-    this.closed = new Promise((resolve) => port.once('close', () => resolve()));
+    this.#port = channel((frame, payload) => this.#onFrame(frame, payload));
   }
 
   #onFrame(frame: ToWorker, payload: Uint8Array | undefined): void {
@@ -72,7 +70,7 @@ export class WorkerSession {
       if (target.upstream.credentials === 'missing') throw new GatewayError('credentials_missing');
       request.body.model = target.upstream.upstreamModel;
       await PROVIDERS[target.upstream.provider].call(
-        { op: frame.op, upstream: target.upstream, body: request.body, stream: request.stream, requestId: frame.requestId, maxResponseBytes: router.maxResponseBytes, signal: call.controller.signal, flow: call.flow },
+        { op: frame.op, upstream: target.upstream, body: request.body, stream: request.stream, requestId: frame.requestId, maxResponseBytes: router.maxResponseBytes, signal: call.controller.signal, abort: (reason) => call.controller.abort(reason), flow: call.flow },
         sink,
       );
     } catch (err) {
@@ -92,7 +90,7 @@ class FrameSink implements ResponseSink {
   #done = false;
 
   constructor(
-    readonly port: FramePort<ToWorker, FromWorker>,
+    readonly port: FrameSender<FromWorker>,
     readonly id: number,
   ) {}
 

@@ -86,7 +86,7 @@ const envSeconds = z
 const envSchema = z.object({
   PORT: envInt(0, 65_535).optional(),
   HOST: z.string().min(1).optional(),
-  GATEWAY_WORKERS: envInt(1, 256).optional(),
+  GATEWAY_WORKERS: envInt(0, 256).optional(),
   GATEWAY_MAX_BODY_BYTES: envInt(1, Number.MAX_SAFE_INTEGER).optional(),
   GATEWAY_MAX_RESPONSE_BYTES: envInt(1, Number.MAX_SAFE_INTEGER).optional(),
   LOG_LEVEL: z.enum(LOG_LEVELS).optional(),

@@ -51,7 +51,8 @@ const limitsSchema = z.looseObject({
 const serverSchema = z.looseObject({
   host: z.string().min(1).optional(),
   port: z.number().int().min(0).max(65_535).optional(),
-  workers: z.number().int().positive().max(256).optional(),
+  /** Worker threads; 0 runs provider calls on the front thread (best on a one-core pod). */
+  workers: z.number().int().nonnegative().max(256).optional(),
   /** Seconds between `: keepalive` comments on a stream that carries no chunk. */
   stream_keepalive_interval: seconds.optional(),
   /** Provider requests in flight past which new ones get 503 overloaded with Retry-After. */

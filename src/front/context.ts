@@ -19,6 +19,8 @@ export interface FrontContext {
   readonly metrics: Metrics;
   readonly counters: Counters;
   readonly log: Logger;
+  /** One line per provider request; see accessLogger in src/logging.ts. */
+  readonly access: Logger;
   readonly keepalive: StreamKeepalive;
   readonly uwsNative: boolean;
   readonly lifecycle: Lifecycle;

@@ -233,7 +233,7 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
       series.model.promptTokens.inc(usage.prompt);
       series.model.completionTokens.inc(usage.completion);
     }
-    ctx.log.info(
+    ctx.access.info(
       {
         event: 'access',
         request_id: this.ex.requestId,

@@ -12,7 +12,9 @@ import { MessageChannel } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import type { Logger } from 'pino';
 import type { RoutingConfig } from '../../protocol/config.js';
+import { localChannel, type FrameSender } from '../../protocol/channel.js';
 import { FramePort } from '../../protocol/frame-port.js';
+import { WorkerSession } from '../../workers/session.js';
 import {
   PROTOCOL_VERSION,
   type AttachTask,
@@ -38,7 +40,7 @@ export interface CallHandlers {
 
 interface Slot {
   readonly index: number;
-  port: FramePort<FromWorker, ToWorker>;
+  port: FrameSender<ToWorker>;
   inFlight: number;
   /** Times this slot's worker died and was replaced. */
   restarts: number;
@@ -50,6 +52,7 @@ interface Pending {
 }
 
 export interface PoolStats {
+  /** Worker threads; 0 in inline mode. */
   readonly workers: number;
   readonly inFlight: number;
   readonly restarts: number;
@@ -57,7 +60,8 @@ export interface PoolStats {
 }
 
 export class WorkerPool {
-  readonly #piscina: Piscina;
+  /** Null in inline mode (size 0): one worker session runs on the front thread. */
+  readonly #piscina: Piscina | null;
   readonly #slots: Slot[] = [];
   readonly #pending = new Map<number, Pending>();
   /** Pings and probes waiting for their answer, by frame id. */
@@ -67,9 +71,23 @@ export class WorkerPool {
   #nextId = 1;
   #closing = false;
 
+  /**
+   * `size` worker threads; 0 runs one worker session inline on the front
+   * thread (no thread hop: on a one-core pod a hop's wake-ups cost more
+   * than the JSON work it moves off the front).
+   */
   constructor(size: number, routing: RoutingConfig, log: Logger) {
     this.#routing = routing;
     this.#log = log;
+    if (size === 0) {
+      this.#piscina = null;
+      const { a, b } = localChannel<FromWorker, ToWorker>();
+      const slot = { index: 0, inFlight: 0, restarts: 0 } as Slot;
+      slot.port = a((frame, payload) => this.#onFrame(frame, payload));
+      new WorkerSession(b, routing);
+      this.#slots.push(slot);
+      return;
+    }
     this.#piscina = new Piscina({
       filename: workerEntryPath(),
       minThreads: size,
@@ -88,6 +106,11 @@ export class WorkerPool {
 
   get size(): number {
     return this.#slots.length;
+  }
+
+  /** True when provider calls run on the front thread (GATEWAY_WORKERS=0). */
+  get inline(): boolean {
+    return this.#piscina === null;
   }
 
   /** Starts a call; the body's buffer is moved to the worker and must not be used again. */
@@ -161,20 +184,20 @@ export class WorkerPool {
       restarts += slot.restarts;
       inFlightByWorker.push(slot.inFlight);
     }
-    return { workers: this.#slots.length, inFlight, restarts, inFlightByWorker };
+    return { workers: this.#piscina ? this.#slots.length : 0, inFlight, restarts, inFlightByWorker };
   }
 
   async close(): Promise<void> {
     this.#closing = true;
     for (const slot of this.#slots) slot.port.close();
-    await this.#piscina.destroy();
+    await this.#piscina?.destroy();
   }
 
   #attach(slot: Slot): void {
     const { port1, port2 } = new MessageChannel();
     slot.port = new FramePort<FromWorker, ToWorker>(port1, (frame, payload) => this.#onFrame(frame, payload));
     const task: AttachTask = { protocol: PROTOCOL_VERSION, port: port2 as unknown as AttachTask['port'], routing: this.#routing };
-    this.#piscina.run(task, { transferList: [port2] as never }).then(
+    (this.#piscina as Piscina).run(task, { transferList: [port2] as never }).then(
       () => this.#detached(slot, null),
       (err: unknown) => this.#detached(slot, err),
     );

@@ -24,11 +24,8 @@ export const openaiAdapter: ProviderAdapter = {
   async call(call, sink) {
     const started = performance.now();
     const { upstream } = call;
-    // One signal for "stop now": the client left, or the whole-request timeout passed.
-    const controller = new AbortController();
-    const onCancel = () => controller.abort(call.signal.reason);
-    call.signal.addEventListener('abort', onCancel, { once: true });
-    const deadlines = new Deadlines(controller, upstream.timeouts);
+    // call.signal is "stop now": the client left, or a deadline passed (then its reason is the GatewayError).
+    const deadlines = new Deadlines(call.abort, upstream.timeouts);
     let answered = false;
     try {
       const headers: Record<string, string> = {
@@ -38,7 +35,7 @@ export const openaiAdapter: ProviderAdapter = {
         accept: call.stream ? 'text/event-stream' : 'application/json',
       };
       if (upstream.apiKey) headers.authorization = `Bearer ${upstream.apiKey}`;
-      const res = await upstreamRequest(upstream, PATHS[call.op], JSON.stringify(call.body), headers, controller.signal);
+      const res = await upstreamRequest(upstream, PATHS[call.op], JSON.stringify(call.body), headers, call.signal);
       answered = true;
       deadlines.headersArrived();
       const limit = call.maxResponseBytes;
@@ -73,12 +70,11 @@ export const openaiAdapter: ProviderAdapter = {
       const usage = checkCompatible(call.op, body);
       sink.reply(status, 'application/json', passHeaders, body, usage, performance.now() - started);
     } catch (err) {
-      const reason: unknown = controller.signal.reason;
-      if (controller.signal.aborted && reason instanceof GatewayError) throw reason;
+      const reason: unknown = call.signal.reason;
+      if (call.signal.aborted && reason instanceof GatewayError) throw reason;
       throw toUpstreamError(err, answered);
     } finally {
       deadlines.clear();
-      call.signal.removeEventListener('abort', onCancel);
     }
   },
 };
