@@ -500,7 +500,8 @@ limits: { max_request_body_bytes: 1000, max_response_body_bytes: 2000 }
     ['PORT', '-1'],
     ['PORT', '80.5'],
     ['LOG_LEVEL', 'loud'],
-    ['GATEWAY_WORKERS', '0'],
+    ['GATEWAY_WORKERS', '257'],
+    ['GATEWAY_WORKERS', '-1'],
     ['GATEWAY_WORKERS', 'many'],
     ['GATEWAY_MAX_BODY_BYTES', '0'],
     ['GATEWAY_MAX_BODY_BYTES', '1.5'],
@@ -509,6 +510,11 @@ limits: { max_request_body_bytes: 1000, max_response_body_bytes: 2000 }
   ])('a bad %s=%s throws a ConfigError naming the variable', (name, value) => {
     const message = configError(() => parseConfig('', SOURCE, { GATEWAY_API_KEY: 'gw', [name]: value }));
     expect(namesKey(message, name), message).toBe(true);
+  });
+
+  it('GATEWAY_WORKERS=0 is valid: provider calls run inline on the front thread', () => {
+    expect(parseConfig('', SOURCE, { GATEWAY_API_KEY: 'gw', GATEWAY_WORKERS: '0' }).workers).toBe(0);
+    expect(parseConfig('server: { workers: 0 }', SOURCE, { GATEWAY_API_KEY: 'gw' }).workers).toBe(0);
   });
 
   it('a blank (whitespace-only) PORT is rejected, not turned into port 0', () => {
