@@ -38,19 +38,49 @@ export interface ParsedRequest {
 
 const decoder = new TextDecoder('utf-8', { fatal: true });
 
+/** Deeper bodies are refused: re-serialising one for the provider would overflow the stack. */
+export const MAX_JSON_DEPTH = 256;
+
 export function parseRequest(op: Operation, bytes: Uint8Array): ParsedRequest {
   let json: unknown;
   try {
+    // V8's JSON.parse is iterative: deep nesting cannot overflow it, only JSON.stringify later.
     json = JSON.parse(decoder.decode(bytes));
   } catch {
     throw new GatewayError('invalid_json');
   }
   if (json === null || typeof json !== 'object' || Array.isArray(json)) throw new GatewayError('invalid_body');
+  if (nestingDepth(bytes) > MAX_JSON_DEPTH) throw new GatewayError('invalid_request', `the body is nested deeper than ${MAX_JSON_DEPTH} levels`);
   const schema = op === 'chat' ? chatRequestSchema : embeddingsRequestSchema;
-  const result = schema.safeParse(json);
+  // reportInput: zod 4 leaves an issue's input out otherwise, and "missing" vs "wrong type" needs it.
+  const result = schema.safeParse(json, { reportInput: true });
   if (!result.success) throw new GatewayError('invalid_request', describe(result.error));
   const body = json as Record<string, unknown>;
   return { model: body.model as string, stream: op === 'chat' && body.stream === true, body };
+}
+
+/**
+ * The deepest bracket nesting outside strings, in one pass over the bytes
+ * (stops counting once past the limit). Malformed JSON is JSON.parse's to refuse.
+ */
+function nestingDepth(bytes: Uint8Array): number {
+  let depth = 0;
+  let deepest = 0;
+  let inString = false;
+  for (let i = 0; i < bytes.length; i++) {
+    const c = bytes[i];
+    if (inString) {
+      if (c === 0x5c) i++; // backslash: skip the escaped byte
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) {
+      if (++depth > deepest) {
+        deepest = depth;
+        if (deepest > MAX_JSON_DEPTH) return deepest;
+      }
+    } else if (c === 0x5d || c === 0x7d) depth--;
+  }
+  return deepest;
 }
 
 function describe(error: z.ZodError): string {

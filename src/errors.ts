@@ -21,6 +21,7 @@ export const ERRORS = {
   invalid_request: { status: 400, message: 'invalid request' },
   // spec 000, Rules 3: oversized body → 413.
   body_too_large: { status: 413, message: 'request body exceeds the configured limit' },
+  headers_too_large: { status: 431, message: 'request headers exceed 16 KiB' },
   credentials_missing: { status: 503, message: 'the provider credentials for this model are not configured' },
   // spec 000, Rules 4: upstream failures → 502, one code per way of failing.
   upstream_error: { status: 502, message: 'the provider answered with a server error' },

@@ -33,14 +33,13 @@ export function buildApp(ctx: FrontContext): TemplatedApp {
         refuse(res, req, requestId, 'method_not_allowed', allow);
         return;
       }
-      if (entry.route.auth === 'bearer' || entry.route.method === 'POST') {
-        // Ambiguous framing or credentials: two Content-Length headers are a smuggling vector, two
-        // Authorization headers make "which one counts" a guess. Refuse both and close.
-        const repeated = repeatedHeader(req);
-        if (repeated !== null) {
-          refuse(res, req, requestId, 'invalid_request', undefined, true, `the ${repeated} header appears more than once`);
-          return;
-        }
+      // One pass over the headers: uWS accepts header blocks up to ~125 KiB and never answers 431 itself;
+      // two Content-Length headers are a smuggling vector, two Authorization headers make "which one counts" a guess.
+      const problem = headerProblem(req);
+      if (problem !== null) {
+        if (problem === 'too_large') refuse(res, req, requestId, 'headers_too_large', undefined, true);
+        else refuse(res, req, requestId, 'invalid_request', undefined, true, `the ${problem} header appears more than once`);
+        return;
       }
       if (!ctx.lifecycle.accepting && entry.route.kind !== 'live') {
         // Draining and the listen socket is closed: this came on a kept-alive connection; close it.
@@ -66,7 +65,7 @@ function refuse(
   res: HttpResponse,
   req: HttpRequest,
   requestId: string,
-  code: 'method_not_allowed' | 'invalid_api_key' | 'route_not_found' | 'shutting_down' | 'invalid_request',
+  code: 'method_not_allowed' | 'invalid_api_key' | 'route_not_found' | 'shutting_down' | 'invalid_request' | 'headers_too_large',
   extra?: readonly string[],
   close = false,
   message?: string,
@@ -76,14 +75,20 @@ function refuse(
   sendError({ res, requestId, aborted: false, started: false }, code, message, extra, close || bodyPending);
 }
 
-/** `content-length` or `authorization` when the request carries it more than once, else null. */
-function repeatedHeader(req: HttpRequest): string | null {
+/** Node's default limit for a request's header block. */
+export const MAX_HEADER_BYTES = 16 * 1024;
+
+/** `too_large` past MAX_HEADER_BYTES; the name of a header that must be single but repeats; else null. */
+function headerProblem(req: HttpRequest): 'too_large' | 'Content-Length' | 'Authorization' | null {
+  let size = 0;
   let lengths = 0;
   let auths = 0;
-  req.forEach((key) => {
+  req.forEach((key, value) => {
+    size += key.length + value.length + 4;
     if (key === 'content-length') lengths++;
     else if (key === 'authorization') auths++;
   });
+  if (size > MAX_HEADER_BYTES) return 'too_large';
   return lengths > 1 ? 'Content-Length' : auths > 1 ? 'Authorization' : null;
 }
 
