@@ -20,6 +20,9 @@ export type ChannelEnd<In, Out> = (onFrame: FrameHandler<In>) => FrameSender<Out
  * An in-thread channel: frames sent on one end reach the other end's
  * handler in order, on a microtask (never re-entrantly inside `send`).
  */
+/** `then` on a settled promise queues a plain V8 microtask; Node's queueMicrotask wraps each in an AsyncResource. */
+const settled = Promise.resolve();
+
 export function localChannel<A, B>(): { a: ChannelEnd<A, B>; b: ChannelEnd<B, A> } {
   const handlers: { a: FrameHandler<A> | null; b: FrameHandler<B> | null } = { a: null, b: null };
   const end = <In, Out>(self: 'a' | 'b', peer: 'a' | 'b'): ChannelEnd<In, Out> =>
@@ -36,7 +39,7 @@ export function localChannel<A, B>(): { a: ChannelEnd<A, B>; b: ChannelEnd<B, A>
       return {
         send(frame, payload) {
           if (closed) return;
-          if (queue.length === 0) queueMicrotask(flush);
+          if (queue.length === 0) void settled.then(flush);
           queue.push([frame, payload]);
         },
         close() {
