@@ -21,9 +21,7 @@ export function collectBody(res: HttpResponse, declared: number | null, limit: n
   if (declared !== null) {
     const body = new Uint8Array(declared);
     let offset = 0;
-    if (declared === 0) {
-      // uWS still calls onData once with isLast for an empty body.
-    }
+    // uWS calls onData once with isLast even for an empty body.
     res.onData((chunk, isLast) => {
       const bytes = new Uint8Array(chunk);
       if (offset + bytes.length > declared) {

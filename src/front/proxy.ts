@@ -70,6 +70,7 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
   #usage: Usage | null = null;
   bytesIn = 0;
   #bytesOut = 0;
+  #finished = false;
   lastWrite = 0;
 
   constructor(ctx: FrontContext, route: RouteSpec, res: HttpResponse, requestId: string) {
@@ -201,7 +202,6 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
     this.#ctx.metrics.upstreamErrors.inc({ model, provider, code });
   }
 
-  #finished = false;
 
   /**
    * Counts, logs and releases the request, exactly once. `status` 499: the client left first.
