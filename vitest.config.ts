@@ -6,6 +6,8 @@ const ci = process.env.CI === 'true';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts', 'src/**/*.test.ts', 'workers/**/*.test.ts', 'protocol/**/*.test.ts'],
+    // vitest's default excludes, plus test/stress: that runs on its own (`npm run test:stress`, vitest.stress.config.ts).
+    exclude: ['**/node_modules/**', '**/.git/**', 'test/stress/**'],
     testTimeout: 20_000,
     hookTimeout: 30_000,
     reporters: ci ? ['default', 'json'] : ['default'],

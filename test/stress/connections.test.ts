@@ -1,0 +1,199 @@
+/**
+ * Resilience, "clients" (stress part): 2,000 idle keep-alive connections
+ * against the real gateway (uWS front, real worker threads). Moved out of
+ * test/clients.test.ts because it waits for uWS's idle timeout (~12 s);
+ * it runs with `npm run test:stress` (vitest.stress.config.ts), not `npm test`.
+ * Same gateway setup and after-each checks as test/clients.test.ts.
+ * Results and figures: docs/RESILIENCE.md.
+ */
+import http from 'node:http';
+import net from 'node:net';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { startFakeUpstream, type FakeUpstream } from '../support/fake-upstream.js';
+import { TEST_KEY, UPSTREAM_KEY, startTestGateway, type TestGateway } from '../support/gateway.js';
+
+const MiB = 1024 * 1024;
+const CHAT = '/v1/chat/completions';
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+async function until(pred: () => boolean, timeoutMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!pred()) {
+    if (Date.now() >= deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for: ${what}`);
+    await sleep(5);
+  }
+}
+
+function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number;
+}
+
+let upstream: FakeUpstream;
+let gw: TestGateway;
+let port: number;
+
+beforeAll(async () => {
+  upstream = await startFakeUpstream();
+  const yaml = `
+model_list:
+  - model_name: up-chat
+    params: { model: openai/fake-model, api_base: ${upstream.url}, api_key: ${UPSTREAM_KEY} }
+  - model_name: up-embed
+    params: { model: openai/fake-embed, api_base: ${upstream.url}, api_key: ${UPSTREAM_KEY} }
+  - model_name: mock-chat
+    params: { model: mock/chat-small, mock_stream_chunks: 5 }
+  - model_name: mock-embed
+    params: { model: mock/embed-small, mock_embedding_dimensions: 8 }
+  - model_name: mock-slow-stream
+    params: { model: mock/chat-small, mock_stream_chunks: 200, mock_chunk_interval_ms: 20 }
+  - model_name: mock-slow
+    params: { model: mock/chat-small, mock_latency_ms: 5000 }
+`;
+  gw = await startTestGateway({ upstream, yaml });
+  port = gw.gateway.port;
+});
+
+afterAll(async () => {
+  await gw?.close();
+  await upstream?.close();
+});
+
+beforeEach(() => upstream.reset());
+
+const inFlight = () => ({ pool: gw.gateway.context.pool.stats().inFlight, counters: gw.gateway.context.counters.inFlight, streams: gw.gateway.context.counters.streamsOpen });
+
+async function expectIdle(context: string, timeoutMs = 2000): Promise<void> {
+  await until(() => inFlight().pool === 0 && inFlight().counters === 0 && inFlight().streams === 0, timeoutMs, `${context}: nothing in flight (${JSON.stringify(inFlight())})`);
+}
+
+afterEach(async () => {
+  const live = await gw.fetch('/health/live', { auth: false, signal: AbortSignal.timeout(2000) });
+  expect(live.status).toBe(200);
+  expect(await live.json()).toEqual({ object: 'health', status: 'ok' });
+  await expectIdle('after the case');
+  expect(gw.gateway.context.pool.stats().restarts).toBe(0);
+});
+
+/** One mock chat on a fresh connection; returns its latency in ms. */
+async function timedChat(agent?: http.Agent): Promise<number> {
+  const body = JSON.stringify({ model: 'mock-chat', messages: [{ role: 'user', content: 'ping' }] });
+  const t0 = performance.now();
+  const { status } = await new Promise<{ status: number }>((resolve, reject) => {
+    const req = http.request(
+      { host: '127.0.0.1', port, path: CHAT, method: 'POST', agent: agent ?? false, headers: { authorization: `Bearer ${gw.key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }, timeout: 5000 },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve({ status: res.statusCode ?? 0 }));
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error('chat: no answer within 5 s')));
+    req.on('error', reject);
+    req.end(body);
+  });
+  expect(status).toBe(200);
+  return performance.now() - t0;
+}
+
+// ───────────────────────── many idle connections ─────────────────────────
+
+describe('2,000 idle keep-alive connections', () => {
+  it('traffic on another connection keeps its latency, RSS stays bounded, and the idle ones are closed by the idle timeout', async () => {
+    const COUNT = 2000;
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    // Baseline: 100 sequential chats on one kept-alive connection.
+    for (let i = 0; i < 10; i++) await timedChat(agent);
+    const baseline: number[] = [];
+    for (let i = 0; i < 100; i++) baseline.push(await timedChat(agent));
+    const rssBefore = process.memoryUsage.rss();
+
+    // Open COUNT connections in batches; half send one keep-alive request and read its answer, half only connect.
+    const sockets: net.Socket[] = [];
+    const closedAt = new Map<net.Socket, number>();
+    const answered = new Set<net.Socket>();
+    const t0 = performance.now();
+    for (let batch = 0; batch < COUNT; batch += 200) {
+      await Promise.all(
+        Array.from({ length: 200 }, (_, j) =>
+          new Promise<void>((resolve, reject) => {
+            const n = batch + j;
+            const s = net.connect(port, '127.0.0.1');
+            s.setTimeout(0);
+            s.on('error', () => undefined);
+            s.on('close', () => closedAt.set(s, performance.now()));
+            s.once('connect', () => {
+              sockets.push(s);
+              if (n % 2 === 1) {
+                resolve();
+                return;
+              }
+              let out = '';
+              s.on('data', (d: Buffer) => {
+                out += d.toString('latin1');
+                if (out.includes('"status":"ok"')) {
+                  answered.add(s);
+                  resolve();
+                }
+              });
+              s.write('GET /health/live HTTP/1.1\r\nHost: x\r\n\r\n');
+            });
+            s.once('error', reject);
+          }),
+        ),
+      );
+    }
+    const openedMs = performance.now() - t0;
+    expect(sockets).toHaveLength(COUNT);
+    expect(answered.size).toBe(COUNT / 2);
+    // Let the gateway settle, then measure traffic on the kept-alive connection while all are held.
+    await sleep(200);
+    const loaded: number[] = [];
+    for (let i = 0; i < 100; i++) loaded.push(await timedChat(agent));
+    const openDuringLoad = sockets.filter((s) => !closedAt.has(s)).length;
+    const rssHeld = process.memoryUsage.rss();
+    // A burst of 50 parallel chats on fresh connections also succeeds.
+    const burst = await Promise.all(Array.from({ length: 50 }, () => timedChat()));
+    const live = await gw.fetch('/health/live', { auth: false, signal: AbortSignal.timeout(1000) });
+    expect(live.status).toBe(200);
+    await live.arrayBuffer();
+
+    // uWS's idle timeout (10 s, checked on a 4 s tick) closes the idle ones.
+    const idleFrom = performance.now();
+    await until(() => closedAt.size === COUNT, 16_000, `all ${COUNT} idle connections closed by the server (closed so far: ${closedAt.size})`);
+    const closeTimes = [...closedAt.values()].map((t) => (t - idleFrom) / 1000);
+    const rssAfter = process.memoryUsage.rss();
+    agent.destroy();
+
+    const fmt = (xs: number[]) => `p50 ${percentile(xs, 50).toFixed(2)} ms, p99 ${percentile(xs, 99).toFixed(2)} ms`;
+    console.info(
+      `[figures] ${COUNT} idle connections: opened in ${openedMs.toFixed(0)} ms, ${openDuringLoad} held during the measurement; chat latency before ${fmt(baseline)}, while held ${fmt(loaded)}; burst of 50 on fresh connections max ${Math.max(...burst).toFixed(1)} ms; ` +
+        `RSS (test process: gateway + clients) before ${(rssBefore / MiB).toFixed(0)} MiB, with ${COUNT} held ${(rssHeld / MiB).toFixed(0)} MiB (+${((rssHeld - rssBefore) / MiB).toFixed(1)} MiB), after they closed ${(rssAfter / MiB).toFixed(0)} MiB; ` +
+        `idle connections closed ${Math.min(...closeTimes).toFixed(1)}–${Math.max(...closeTimes).toFixed(1)} s after the last activity`,
+    );
+    expect(openDuringLoad).toBe(COUNT);
+    expect(percentile(loaded, 50)).toBeLessThan(Math.max(10, 3 * percentile(baseline, 50)));
+    expect(percentile(loaded, 99)).toBeLessThan(Math.max(50, 5 * percentile(baseline, 99)));
+    expect(Math.max(...burst)).toBeLessThan(2000);
+    expect(rssHeld - rssBefore).toBeLessThan(100 * MiB);
+    expect(Math.max(...closeTimes)).toBeLessThan(15);
+    for (const s of sockets) s.destroy();
+  }, 45_000);
+});
+
+// ───────────────────────── after the run ─────────────────────────
+
+describe('after this file\'s run', () => {
+  it('neither key appears (raw, URL-encoded, base64, hex) in any log line, /metrics, /status, /status/models or the probes', async () => {
+    const texts: string[] = [gw.rawLogs.join('\n')];
+    for (const path of ['/metrics', '/status', '/status/models', '/health', '/ready', '/v1/models']) {
+      const res = await gw.fetch(path, { signal: AbortSignal.timeout(5000) });
+      texts.push(`${[...res.headers].map(([k, v]) => `${k}: ${v}`).join('\n')}\n${await res.text()}`);
+    }
+    const all = texts.join('\n');
+    for (const key of [TEST_KEY, UPSTREAM_KEY]) {
+      for (const form of [key, encodeURIComponent(key), Buffer.from(key).toString('base64'), Buffer.from(key).toString('base64url'), Buffer.from(key).toString('hex')]) {
+        expect(all.includes(form), `${form} leaked`).toBe(false);
+      }
+    }
+  });
+});

@@ -1,0 +1,18 @@
+import { defineConfig } from 'vitest/config';
+
+// `npm run test:stress`: only test/stress (long runs kept out of `npm test`).
+// Files run one after another so one file's load does not skew another's
+// latency, RSS or fd figures. CI (CI=true) also writes vitest's JSON report,
+// which .ci/run adds to the main suite's "N passed, M failed".
+const ci = process.env.CI === 'true';
+
+export default defineConfig({
+  test: {
+    include: ['test/stress/**/*.test.ts'],
+    fileParallelism: false,
+    testTimeout: 600_000,
+    hookTimeout: 60_000,
+    reporters: ci ? ['default', 'json'] : ['default'],
+    outputFile: ci ? { json: '.vitest-stress-results.json' } : undefined,
+  },
+});
