@@ -1,0 +1,103 @@
+/**
+ * Every way an upstream can fail, in one table: the documented 502 (or one
+ * SSE error event once a stream has started), the call's slot freed, no
+ * upstream request left open, and the next burst served at full speed.
+ */
+import net from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ErrorCode } from '../src/errors.js';
+import { startFakeUpstream, type Behaviour, type FakeUpstream } from './support/fake-upstream.js';
+import { startTestGateway, type TestGateway } from './support/gateway.js';
+
+async function closedPort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+interface Fault {
+  readonly name: string;
+  readonly behaviour: Behaviour | 'refused';
+  readonly stream: boolean;
+  readonly code: ErrorCode;
+}
+
+const FAULTS: readonly Fault[] = [
+  { name: '500', behaviour: { kind: 'status', status: 500 }, stream: false, code: 'upstream_error' },
+  { name: '503 before a stream', behaviour: { kind: 'status', status: 503 }, stream: true, code: 'upstream_error' },
+  { name: 'connection refused', behaviour: 'refused', stream: false, code: 'upstream_unreachable' },
+  { name: 'reset before headers', behaviour: { kind: 'reset-before-headers' }, stream: false, code: 'upstream_unreachable' },
+  { name: 'headers never come', behaviour: { kind: 'hang' }, stream: false, code: 'upstream_headers_timeout' },
+  { name: 'headers never come', behaviour: { kind: 'hang' }, stream: true, code: 'upstream_headers_timeout' },
+  { name: 'body trickles', behaviour: { kind: 'trickle', intervalMs: 600 }, stream: false, code: 'upstream_idle_timeout' },
+  { name: 'malformed JSON', behaviour: { kind: 'malformed-json' }, stream: false, code: 'upstream_invalid_response' },
+  { name: 'not the compatible format', behaviour: { kind: 'not-compatible' }, stream: false, code: 'upstream_invalid_response' },
+  { name: 'over the response limit', behaviour: { kind: 'huge', bytes: 300_000 }, stream: false, code: 'upstream_response_too_large' },
+  { name: 'redirect', behaviour: { kind: 'redirect', location: 'http://127.0.0.1:1/elsewhere' }, stream: false, code: 'upstream_redirect' },
+  { name: 'reset mid-stream', behaviour: { kind: 'stream-then-reset', after: 2 }, stream: true, code: 'upstream_reset' },
+  { name: 'SSE without data: prefix', behaviour: { kind: 'stream-malformed', variant: 'no-data-prefix' }, stream: true, code: 'upstream_invalid_response' },
+  { name: 'SSE data that is not JSON', behaviour: { kind: 'stream-malformed', variant: 'non-json-data' }, stream: true, code: 'upstream_invalid_response' },
+  { name: 'a huge SSE event without newline', behaviour: { kind: 'stream-malformed', variant: 'huge-no-newline', bytes: 400_000 }, stream: true, code: 'upstream_response_too_large' },
+  { name: 'stream chunks stop coming', behaviour: { kind: 'stream-endless', intervalMs: 5_000 }, stream: true, code: 'upstream_idle_timeout' },
+];
+
+describe('upstream faults', () => {
+  let upstream: FakeUpstream;
+  let gw: TestGateway;
+  beforeAll(async () => {
+    upstream = await startFakeUpstream();
+    const dead = await closedPort();
+    const timeouts = 'headers_timeout: 0.3, idle_timeout: 0.3, timeout: 5';
+    gw = await startTestGateway({
+      yaml: `
+model_list:
+  - model_name: faulty
+    params: { model: openai/fake-model, api_base: ${upstream.url}, api_key: k, ${timeouts} }
+  - model_name: refused
+    params: { model: openai/fake-model, api_base: http://127.0.0.1:${dead}/v1, api_key: k, ${timeouts} }
+limits:
+  max_response_body_bytes: 100000
+`,
+    });
+  });
+  afterAll(async () => {
+    await gw.close();
+    await upstream.close();
+  });
+
+  const body = (model: string, stream: boolean) => JSON.stringify({ model, stream, messages: [{ role: 'user', content: 'fault' }] });
+
+  for (const fault of FAULTS) {
+    it(`${fault.name}${fault.stream ? ' (stream)' : ''} → ${fault.code}; slot freed; the next burst served at full speed`, async () => {
+      const model = fault.behaviour === 'refused' ? 'refused' : 'faulty';
+      if (fault.behaviour !== 'refused') upstream.behaveOnce(fault.behaviour);
+      const res = await gw.fetch('/v1/chat/completions', { method: 'POST', body: body(model, fault.stream) });
+      const text = await res.text();
+      if (res.status === 200) {
+        // The upstream had answered 200 to a stream: exactly one error event ends it, and no [DONE].
+        expect(res.headers.get('content-type')).toContain('text/event-stream');
+        const errors = text.split('\n\n').filter((e) => e.startsWith('data: {"error"'));
+        expect(errors).toHaveLength(1);
+        expect(JSON.parse((errors[0] as string).slice(6))).toMatchObject({ error: { type: 'gateway_error', code: fault.code } });
+        expect(text.trimEnd().endsWith('}')).toBe(true);
+        expect(text).not.toContain('[DONE]');
+      } else {
+        expect(res.status).toBe(502);
+        expect(JSON.parse(text)).toMatchObject({ error: { type: 'gateway_error', code: fault.code } });
+      }
+      // The slot is free and nothing is left open upstream.
+      expect(gw.gateway.context.pool.stats().inFlight).toBe(0);
+      expect(gw.gateway.context.counters.inFlight).toBe(0);
+      expect(gw.gateway.context.counters.streamsOpen).toBe(0);
+      await upstream.waitFor(() => upstream.openRequests() === 0, 2000);
+      // Full speed: a burst of 20 answered at once, all well.
+      const started = performance.now();
+      const burst = await Promise.all(Array.from({ length: 20 }, () => gw.fetch('/v1/chat/completions', { method: 'POST', body: body('faulty', false) })));
+      expect(burst.map((r) => r.status)).toEqual(Array.from({ length: 20 }, () => 200));
+      expect(performance.now() - started).toBeLessThan(1000);
+      expect(gw.gateway.context.pool.stats().restarts).toBe(0);
+    });
+  }
+});
