@@ -1,122 +1,503 @@
-// npm run bench: the same scenarios straight to a fake upstream and through
-// Switchyard, in one run, repeated; prints ratios and writes RESULTS.md.
-// Pinning: the gateway gets CPU 1; this load generator and the upstream share CPU 0.
-// Env: BENCH_SECONDS (per measurement, default 3), BENCH_REPEATS (default 3).
+// npm run bench: the same scenarios straight to a fake upstream, through Switchyard (one worker
+// thread, and inline GATEWAY_WORKERS=0) and, when it is installed outside the repo, through
+// Portkey's gateway, in one run, repeated; prints ratios, checks the targets, writes RESULTS.md.
+//
+// Pinning: every gateway gets CPU 1 (one at a time under load); this load generator and the
+// upstream share CPU 0 (`npm run bench` is `taskset -c 0 node loadtest/bench.mjs`).
+//
+// Env:
+//   BENCH_SECONDS        per measurement, default 3 (plus 0.5 s warm-up)
+//   BENCH_REPEATS        repeats of every measurement, default 3
+//   BENCH_SLOW_STREAMS   streams held open at once in the memory scenario, default 5000
+//   BENCH_SLOW_REPEATS   repeats of that scenario per gateway, default BENCH_REPEATS
+//   BENCH_SLOW_CHUNKS / BENCH_SLOW_INTERVAL_MS   the slow stream's shape, default 20 chunks 500 ms apart
+//   PORTKEY_DIR          where Portkey's gateway is installed (default /tmp/portkey); BENCH_PORTKEY=0 skips it
+//
+// Never accumulate or re-scan a child's stdout (the gateway logs every request): it is drained.
 import { spawn, execFileSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir, cpus } from 'node:os';
+import { existsSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir, cpus, totalmem, release } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { run } from './load.mjs';
+import { request } from 'undici';
+import { run, hold } from './load.mjs';
 
+const benchStarted = performance.now();
+const startedAt = new Date();
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const seconds = Number(process.env.BENCH_SECONDS ?? 3);
-const repeats = Number(process.env.BENCH_REPEATS ?? 3);
+const env = process.env;
+const seconds = Number(env.BENCH_SECONDS ?? 3);
+const repeats = Math.max(1, Number(env.BENCH_REPEATS ?? 3));
+const slowRequested = Number(env.BENCH_SLOW_STREAMS ?? 5000);
+const slowRepeats = Math.max(1, Number(env.BENCH_SLOW_REPEATS ?? repeats));
+const slowChunks = Number(env.BENCH_SLOW_CHUNKS ?? 20);
+const slowInterval = Number(env.BENCH_SLOW_INTERVAL_MS ?? 500);
 const KEY = 'bench-key';
+const GATEWAY_CPU = 1;
+const LOAD_CPU = 0;
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// ---------------------------------------------------------------- machine and /proc
 const hasTaskset = (() => { try { execFileSync('taskset', ['-V'], { stdio: 'ignore' }); return true; } catch { return false; } })();
 const pinned = (cpu, cmd, args) => (hasTaskset ? ['taskset', ['-c', String(cpu), cmd, ...args]] : [cmd, args]);
+const CLK_TCK = (() => { try { return Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100; } catch { return 100; } })();
+/** utime + stime of a process (all its threads), in seconds. */
+function cpuSeconds(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) / CLK_TCK;
+  } catch { return NaN; }
+}
+/** A field of /proc/<pid>/status in MB (VmRSS, VmHWM). */
+function vmMB(pid, field = 'VmRSS') {
+  try {
+    const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) / 1024 : NaN;
+  } catch { return NaN; }
+}
+/** Busy and steal seconds per CPU from /proc/stat. */
+function cpuTimes() {
+  const out = {};
+  for (const line of readFileSync('/proc/stat', 'utf8').split('\n')) {
+    const m = /^cpu(\d+) (.*)$/.exec(line);
+    if (!m) continue;
+    const [user, nice, system, , , irq, softirq, steal] = m[2].trim().split(/\s+/).map(Number);
+    out[m[1]] = { busy: (user + nice + system + irq + softirq + steal) / CLK_TCK, steal: steal / CLK_TCK };
+  }
+  return out;
+}
+function fdLimits() {
+  const m = /^Max open files\s+(\S+)\s+(\S+)/m.exec(readFileSync('/proc/self/limits', 'utf8'));
+  return { soft: Number(m?.[1]), hard: m?.[2] === 'unlimited' ? Infinity : Number(m?.[2]) };
+}
+const ulimitN = (() => { try { return execFileSync('sh', ['-c', 'ulimit -n']).toString().trim(); } catch { return '?'; } })();
+const loadavg = () => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+const freePort = () => new Promise((resolve, reject) => {
+  const s = createServer();
+  s.once('error', reject);
+  s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
+});
 
-function start(cpu, args, env, marker) {
-  const [cmd, argv] = pinned(cpu, process.execPath, args);
-  const child = spawn(cmd, argv, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
-  return new Promise((resolve, reject) => {
-    let out = '';
-    const onData = (d) => {
-      out += d;
-      const m = marker.exec(out);
-      if (!m) return;
-      // From here on only drain the output: holding and re-scanning the access log would load the
-      // load generator's core (a quadratic scan per chunk), which skews every figure.
-      child.stdout.off('data', onData);
-      child.stdout.resume();
-      out = '';
-      resolve({ child, port: Number(m[1]) });
-    };
-    child.stdout.on('data', onData);
-    child.once('exit', (code) => reject(new Error(`${args.join(' ')} exited ${code}: ${out.slice(-500)}`)));
-  });
+// ---------------------------------------------------------------- children
+const children = new Set();
+const ourCpu = { [LOAD_CPU]: 0, [GATEWAY_CPU]: 0 }; // CPU seconds of children that have exited, per pinned core
+process.on('exit', () => { for (const c of children) try { c.kill('SIGKILL'); } catch { /* gone */ } });
+for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => process.exit(130));
+
+/** Polls GET <path> until 200; returns ms since t0. */
+async function waitReady(port, path, t0, child, timeoutMs = 30_000) {
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`exited ${child.exitCode} before ready`);
+    try {
+      const res = await request(`http://127.0.0.1:${port}${path}`, { headersTimeout: 2000, bodyTimeout: 2000 });
+      await res.body.dump();
+      if (res.statusCode === 200) return performance.now() - t0;
+    } catch { /* not listening yet */ }
+    if (performance.now() - t0 > timeoutMs) throw new Error(`not ready on ${path} after ${timeoutMs} ms`);
+    await sleep(5);
+  }
 }
 
-const chatBody = JSON.stringify({ model: 'bench-chat', messages: [{ role: 'user', content: 'Say hello to the benchmark.' }] });
-const streamBody = JSON.stringify({ model: 'bench-chat', stream: true, messages: [{ role: 'user', content: 'Stream twenty chunks.' }] });
-const embedBody = JSON.stringify({ model: 'bench-embed', input: Array.from({ length: 16 }, (_, i) => `input number ${i} for the embeddings benchmark`) });
+/** Spawns a pinned server on a known port, drains its output, resolves at the first 200 on readyPath. */
+async function startServer({ name, cpu, args, env: extra = {}, port, readyPath, cwd = root }) {
+  const [cmd, argv] = pinned(cpu, process.execPath, args);
+  const t0 = performance.now();
+  const child = spawn(cmd, argv, { cwd, env: { ...env, ...extra }, stdio: ['ignore', 'pipe', 'pipe'] });
+  children.add(child);
+  let errTail = '';
+  child.stdout.resume(); // drained, never kept (the access log)
+  child.stderr.on('data', (d) => { errTail = (errTail + d).slice(-2000); });
+  child.once('exit', () => children.delete(child));
+  try {
+    const readyMs = await waitReady(port, readyPath, t0, child);
+    return { name, child, pid: child.pid, port, cpu, url: `http://127.0.0.1:${port}`, readyMs, errTail: () => errTail };
+  } catch (err) {
+    child.kill('SIGKILL');
+    throw new Error(`${name}: ${err.message}\n${errTail}`);
+  }
+}
+async function stopServer(s) {
+  ourCpu[s.cpu] += cpuSeconds(s.pid) || 0;
+  if (s.child.exitCode !== null) return;
+  const exited = new Promise((r) => s.child.once('exit', r));
+  s.child.kill('SIGKILL');
+  await exited;
+}
 
-const scenarios = [
-  { name: 'chat, concurrency 1', path: '/v1/chat/completions', body: chatBody, connections: 1 },
-  { name: 'chat, concurrency 64', path: '/v1/chat/completions', body: chatBody, connections: 64 },
-  { name: 'stream of 20 chunks, concurrency 64', path: '/v1/chat/completions', body: streamBody, connections: 64 },
-  { name: 'embeddings 16x1536, concurrency 32', path: '/v1/embeddings', body: embedBody, connections: 32 },
-];
+// ---------------------------------------------------------------- Portkey (optional, outside the repo)
+const portkey = (() => {
+  if (env.BENCH_PORTKEY === '0') return { why: 'skipped: BENCH_PORTKEY=0' };
+  const dir = env.PORTKEY_DIR ?? '/tmp/portkey';
+  for (const candidate of [join(dir, 'node_modules/.bin/gateway'), join(dir, 'node_modules/@portkey-ai/gateway/build/start-server.js'), join(dir, 'build/start-server.js')]) {
+    if (!existsSync(candidate)) continue;
+    const script = realpathSync(candidate);
+    const version = (file) => { try { return JSON.parse(readFileSync(file, 'utf8')).version; } catch { return '?'; } };
+    const pkgDir = join(dirname(script), '..');
+    const nodeServer = [join(dir, 'node_modules/@hono/node-server/package.json'), join(pkgDir, 'node_modules/@hono/node-server/package.json')].find(existsSync);
+    return { script, dir, version: version(join(pkgDir, 'package.json')), nodeServer: nodeServer ? version(nodeServer) : '?' };
+  }
+  return { why: `not installed (looked in ${dir}; set PORTKEY_DIR): skipped` };
+})();
 
-const upstream = await start(0, ['loadtest/upstream.mjs', '0'], {}, /listening (\d+)/);
+// ---------------------------------------------------------------- fd limit for the slow streams
+const limits = fdLimits();
+// The gateway holds two sockets per stream (client and upstream), the load generator and the upstream one.
+const slowStreams = Math.max(0, Math.min(slowRequested, Math.floor((limits.soft - 512) / 2)));
+const fdNote = slowStreams < slowRequested
+  ? `ulimit -n is ${ulimitN}: too low for ${slowRequested} streams (a gateway needs 2 per stream); held ${slowStreams} instead. Raise it first (e.g. \`ulimit -n 20000\`).`
+  : `ulimit -n ${ulimitN} (soft ${limits.soft}, hard ${limits.hard}): enough for ${slowRequested} streams (a gateway holds 2 sockets per stream, the load generator and the upstream 1).`;
+console.log(`fd limit: ${fdNote}`);
+console.log(`Portkey: ${portkey.script ? `${portkey.version} at ${portkey.script} (@hono/node-server ${portkey.nodeServer})` : portkey.why}`);
+
+// ---------------------------------------------------------------- upstream and config
+const cpuAtStart = cpuTimes();
+const loadavgStart = loadavg();
+const upstreamPort = await freePort();
+const upstream = await startServer({
+  name: 'upstream', cpu: LOAD_CPU, args: ['loadtest/upstream.mjs', String(upstreamPort)], port: upstreamPort, readyPath: '/v1/models',
+  env: { SLOW_CHUNKS: String(slowChunks), SLOW_INTERVAL_MS: String(slowInterval) },
+});
+const upstreamBase = `http://127.0.0.1:${upstreamPort}`;
 const dir = mkdtempSync(join(tmpdir(), 'switchyard-bench-'));
 const config = join(dir, 'bench.yaml');
 writeFileSync(config, `model_list:
   - model_name: bench-chat
-    params: { model: openai/bench-model, api_base: http://127.0.0.1:${upstream.port}/v1, api_key: upstream-key }
+    params: { model: openai/bench-model, api_base: ${upstreamBase}/v1, api_key: upstream-key }
   - model_name: bench-embed
-    params: { model: openai/bench-embed, api_base: http://127.0.0.1:${upstream.port}/v1, api_key: upstream-key }
+    params: { model: openai/bench-embed, api_base: ${upstreamBase}/v1, api_key: upstream-key }
+  - model_name: bench-slow
+    params: { model: openai/bench-slow, api_base: ${upstreamBase}/slow/v1, api_key: upstream-key }
 `);
-const gatewayEnv = (workers) => ({ GATEWAY_CONFIG: config, GATEWAY_API_KEY: KEY, PORT: '0', HOST: '127.0.0.1', GATEWAY_WORKERS: workers, LOG_LEVEL: 'info' });
-// Two gateways on the same core, measured one at a time: one worker thread, and inline (GATEWAY_WORKERS=0).
-const gateway = await start(1, ['dist/src/main.js'], gatewayEnv('1'), /"port":(\d+)/);
-const inline = await start(1, ['dist/src/main.js'], gatewayEnv('0'), /"port":(\d+)/);
-
-const targets = {
-  direct: { url: `http://127.0.0.1:${upstream.port}`, headers: { authorization: 'Bearer upstream-key' }, rewrite: (b) => b.replace('"bench-chat"', '"bench-model"').replace('"bench-embed"', '"bench-embed"') },
-  switchyard: { url: `http://127.0.0.1:${gateway.port}`, headers: { authorization: `Bearer ${KEY}` }, rewrite: (b) => b },
-  inline: { url: `http://127.0.0.1:${inline.port}`, headers: { authorization: `Bearer ${KEY}` }, rewrite: (b) => b },
+const gatewayEnv = (workers, port) => ({ GATEWAY_CONFIG: config, GATEWAY_API_KEY: KEY, PORT: String(port), HOST: '127.0.0.1', GATEWAY_WORKERS: workers, LOG_LEVEL: 'info' });
+const servers = {
+  '1 worker': (port) => ({ name: '1 worker', cpu: GATEWAY_CPU, args: ['dist/src/main.js'], env: gatewayEnv('1', port), port, readyPath: '/ready' }),
+  inline: (port) => ({ name: 'inline', cpu: GATEWAY_CPU, args: ['dist/src/main.js'], env: gatewayEnv('0', port), port, readyPath: '/ready' }),
 };
+// Portkey has no readiness route: its first 200 on GET / ("AI Gateway says hey!") stands for it.
+if (portkey.script) servers.portkey = (port) => ({ name: 'portkey', cpu: GATEWAY_CPU, args: [portkey.script, `--port=${port}`, '--headless'], env: { NODE_ENV: 'production' }, port, readyPath: '/', cwd: portkey.dir });
+const gatewayNames = Object.keys(servers);
+const switchyardModes = ['1 worker', 'inline'];
 
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-const fmt = (n, d = 0) => (Number.isFinite(n) ? n.toFixed(d) : '—');
-const rows = [];
-try {
-  for (const s of scenarios) {
-    const results = { direct: [], switchyard: [], inline: [] };
-    for (let i = 0; i < repeats; i++) {
-      for (const [name, t] of Object.entries(targets)) {
-        results[name].push(await run({ url: t.url, path: s.path, body: t.rewrite(s.body), headers: t.headers, connections: s.connections, durationMs: seconds * 1000 }));
-      }
-    }
-    const d = results.direct;
-    for (const [mode, g] of [['1 worker', results.switchyard], ['inline', results.inline]]) {
-      const ratio = g.map((r, i) => r.rps / d[i].rps);
-      const row = {
-        scenario: s.name,
-        mode,
-        directRps: median(d.map((r) => r.rps)),
-        gatewayRps: median(g.map((r) => r.rps)),
-        ratioMin: Math.min(...ratio), ratioMed: median(ratio), ratioMax: Math.max(...ratio),
-        addedP50: median(g.map((r, i) => r.p50 - d[i].p50)),
-        addedP99: median(g.map((r, i) => r.p99 - d[i].p99)),
-        addedTtfbP50: median(g.map((r, i) => r.ttfbP50 - d[i].ttfbP50)),
-        errors: g.reduce((n, r) => n + r.errors, 0) + d.reduce((n, r) => n + r.errors, 0),
-      };
-      rows.push(row);
-      console.log(`${row.scenario} [${mode}]: direct ${fmt(row.directRps)} req/s, switchyard ${fmt(row.gatewayRps)} req/s, ratio ${fmt(row.ratioMin, 2)}/${fmt(row.ratioMed, 2)}/${fmt(row.ratioMax, 2)} (min/med/max), added p50 ${fmt(row.addedP50 * 1000)} µs, p99 ${fmt(row.addedP99 * 1000)} µs, ttfb p50 ${fmt(row.addedTtfbP50 * 1000)} µs, errors ${row.errors}`);
-    }
+// ---------------------------------------------------------------- start to ready, idle RSS (fresh processes)
+const startup = Object.fromEntries(gatewayNames.map((n) => [n, { readyMs: [], idleMB: [] }]));
+for (let i = 0; i < repeats; i++) {
+  for (const name of gatewayNames) {
+    const s = await startServer(servers[name](await freePort()));
+    await sleep(1000); // idle: started, one readiness probe answered, nothing else
+    startup[name].readyMs.push(s.readyMs);
+    startup[name].idleMB.push(vmMB(s.pid));
+    await stopServer(s);
+    console.log(`start [${name}] #${i + 1}: ready in ${s.readyMs.toFixed(0)} ms, idle VmRSS ${startup[name].idleMB.at(-1).toFixed(1)} MB`);
   }
-} finally {
-  gateway.child.kill('SIGKILL');
-  inline.child.kill('SIGKILL');
-  upstream.child.kill('SIGTERM');
 }
 
-const table = [
-  '| scenario | gateway workers | direct req/s | Switchyard req/s | ratio min/med/max | added p50 | added p99 | added TTFB p50 | errors |',
-  '|---|---|---|---|---|---|---|---|---|',
-  ...rows.map((r) => `| ${r.scenario} | ${r.mode} | ${fmt(r.directRps)} | ${fmt(r.gatewayRps)} | ${fmt(r.ratioMin, 2)} / ${fmt(r.ratioMed, 2)} / ${fmt(r.ratioMax, 2)} | ${fmt(r.addedP50 * 1000)} µs | ${fmt(r.addedP99 * 1000)} µs | ${fmt(r.addedTtfbP50 * 1000)} µs | ${r.errors} |`),
+// ---------------------------------------------------------------- the long-running gateways
+const gw = {};
+for (const name of gatewayNames) gw[name] = await startServer(servers[name](await freePort()));
+const upstreamModel = (b) => b.replace('"bench-chat"', '"bench-model"');
+const targets = {
+  direct: { url: upstreamBase, headers: { authorization: 'Bearer upstream-key' }, rewrite: upstreamModel },
+  '1 worker': { url: gw['1 worker'].url, headers: { authorization: `Bearer ${KEY}` }, rewrite: (b) => b, pid: gw['1 worker'].pid },
+  inline: { url: gw.inline.url, headers: { authorization: `Bearer ${KEY}` }, rewrite: (b) => b, pid: gw.inline.pid },
+};
+if (gw.portkey) {
+  targets.portkey = {
+    url: gw.portkey.url, pid: gw.portkey.pid, rewrite: upstreamModel,
+    headers: { authorization: 'Bearer any-key', 'x-portkey-provider': 'openai', 'x-portkey-custom-host': `${upstreamBase}/v1` },
+  };
+}
+
+const chatBody = JSON.stringify({ model: 'bench-chat', messages: [{ role: 'user', content: 'Say hello to the benchmark.' }] });
+const streamBody = JSON.stringify({ model: 'bench-chat', stream: true, messages: [{ role: 'user', content: 'Stream twenty chunks.' }] });
+const slowBody = JSON.stringify({ model: 'bench-slow', stream: true, messages: [{ role: 'user', content: 'Stream slowly.' }] });
+const embedBody = JSON.stringify({ model: 'bench-embed', input: Array.from({ length: 16 }, (_, i) => `input number ${i} for the embeddings benchmark`) });
+const scenarios = [
+  { key: 'chat1', name: 'chat, concurrency 1', path: '/v1/chat/completions', body: chatBody, connections: 1 },
+  { key: 'chat64', name: 'chat, concurrency 64', path: '/v1/chat/completions', body: chatBody, connections: 64 },
+  { key: 'stream64', name: 'stream of 20 chunks, concurrency 64', path: '/v1/chat/completions', body: streamBody, connections: 64 },
+  { key: 'stream1', name: 'stream of 20 chunks, concurrency 1', path: '/v1/chat/completions', body: streamBody, connections: 1 },
+  { key: 'embed32', name: 'embeddings 16 inputs × 1536, concurrency 32', path: '/v1/embeddings', body: embedBody, connections: 32 },
+];
+
+const sorted = (xs) => xs.filter(Number.isFinite).sort((a, b) => a - b);
+const median = (xs) => { const s = sorted(xs); return s.length ? s[Math.floor((s.length - 1) / 2)] : NaN; };
+const stats = (xs) => { const s = sorted(xs); return { min: s[0] ?? NaN, med: median(s), max: s.at(-1) ?? NaN }; };
+const fmt = (n, d = 0) => (Number.isFinite(n) ? n.toLocaleString('en-US', { minimumFractionDigits: d, maximumFractionDigits: d }) : '—');
+const us = (ms) => ms * 1000;
+const spread = (st, d = 0, k = (x) => x) => `${fmt(k(st.med), d)} (${fmt(k(st.min), d)}–${fmt(k(st.max), d)})`;
+
+/** Runs fn while sampling VmRSS of pid every 100 ms; the largest value goes into the result as maxRssMB. */
+async function sampled(pid, fn) {
+  let max = NaN;
+  const tick = () => { const v = vmMB(pid); if (!(v <= max)) max = v; };
+  const timer = setInterval(tick, 100);
+  try {
+    const r = await fn();
+    tick();
+    return Object.assign(r, { maxRssMB: max });
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+// ---------------------------------------------------------------- throughput and latency scenarios
+const measured = {}; // key → target → [result]
+for (const s of scenarios) {
+  measured[s.key] = Object.fromEntries(Object.keys(targets).map((t) => [t, []]));
+  for (let i = 0; i < repeats; i++) {
+    for (const [name, t] of Object.entries(targets)) {
+      const cpu0 = t.pid ? cpuSeconds(t.pid) : NaN;
+      const r = await sampled(t.pid ?? upstream.pid, () => run({ url: t.url, path: s.path, body: t.rewrite(s.body), headers: t.headers, connections: s.connections, durationMs: seconds * 1000 }));
+      r.cpuPerReqUs = t.pid ? ((cpuSeconds(t.pid) - cpu0) * 1e6) / r.total : NaN;
+      measured[s.key][name].push(r);
+    }
+  }
+  const d = measured[s.key].direct;
+  console.log(`${s.name} [direct]: ${fmt(median(d.map((r) => r.rps)))} req/s, p50 ${fmt(us(median(d.map((r) => r.p50))))} µs, errors ${d.reduce((n, r) => n + r.errors, 0)}`);
+  for (const name of gatewayNames) {
+    const g = measured[s.key][name];
+    const ratio = stats(g.map((r, i) => r.rps / d[i].rps));
+    console.log(`${s.name} [${name}]: ${fmt(median(g.map((r) => r.rps)))} req/s, ratio ${fmt(ratio.min, 2)}/${fmt(ratio.med, 2)}/${fmt(ratio.max, 2)} (min/med/max), added p50 ${fmt(us(median(g.map((r, i) => r.p50 - d[i].p50))))} µs, p99 ${fmt(us(median(g.map((r, i) => r.p99 - d[i].p99))))} µs, TTFB p50 ${fmt(us(median(g.map((r, i) => r.ttfbP50 - d[i].ttfbP50))))} µs, CPU ${fmt(median(g.map((r) => r.cpuPerReqUs)), 1)} µs/req, errors ${g.reduce((n, r) => n + r.errors, 0)}`);
+  }
+}
+
+// ---------------------------------------------------------------- probes and scrapes during chat c64
+// /health/live paced at one request per 5 ms and /metrics at one per 25 ms, each on its own
+// connection, while 64 connections run chat: what a kubelet and a scraper see under full load.
+const probes = Object.fromEntries(switchyardModes.map((n) => [n, []]));
+for (let i = 0; i < repeats; i++) {
+  for (const name of switchyardModes) {
+    const t = targets[name];
+    const common = { url: t.url, durationMs: seconds * 1000 };
+    const all3 = await sampled(t.pid, () => Promise.all([
+      run({ ...common, path: '/v1/chat/completions', body: chatBody, headers: t.headers, connections: 64 }),
+      run({ ...common, path: '/health/live', method: 'GET', connections: 1, intervalMs: 5 }),
+      run({ ...common, path: '/metrics', method: 'GET', connections: 1, intervalMs: 25 }),
+    ]));
+    const [chat, live, metrics] = all3;
+    chat.maxRssMB = all3.maxRssMB;
+    probes[name].push({ chat, live, metrics });
+  }
+}
+for (const name of switchyardModes) {
+  const p = probes[name];
+  console.log(`probes during chat c64 [${name}]: chat ${fmt(median(p.map((x) => x.chat.rps)))} req/s; /health/live p50/p99 ${fmt(us(median(p.map((x) => x.live.p50))))}/${fmt(us(median(p.map((x) => x.live.p99))))} µs; /metrics p50/p99 ${fmt(us(median(p.map((x) => x.metrics.p50))))}/${fmt(us(median(p.map((x) => x.metrics.p99))))} µs; errors ${p.reduce((n, x) => n + x.chat.errors + x.live.errors + x.metrics.errors, 0)}`);
+}
+
+// Peak RSS of the long-running gateways over everything they did (start, every scenario above).
+const peakRss = Object.fromEntries(gatewayNames.map((n) => [n, vmMB(gw[n].pid, 'VmHWM')]));
+
+for (const name of gatewayNames) await stopServer(gw[name]);
+
+// ---------------------------------------------------------------- slow streams held open
+// Each gateway hold runs on a fresh process (started, /ready answered, 500 ms idle), so the figure is
+// what the streams cost and not what earlier scenarios left in the heap; the direct hold checks the harness.
+const holds = Object.fromEntries(['direct', ...gatewayNames].map((n) => [n, []]));
+const holdDeadline = slowChunks * slowInterval + 20_000;
+if (slowStreams > 0) {
+  const plan = [['direct'], ...Array.from({ length: slowRepeats }, () => gatewayNames)].flat();
+  for (const name of plan) {
+    const fresh = name === 'direct' ? null : await startServer(servers[name](await freePort()));
+    if (fresh) await sleep(500);
+    const pid = fresh ? fresh.pid : upstream.pid;
+    const before = vmMB(pid);
+    const h = await hold({ url: fresh ? fresh.url : targets.direct.url, path: '/v1/chat/completions', body: slowBody, headers: targets[name].headers, streams: slowStreams, minEvents: slowChunks + 1, deadlineMs: holdDeadline, sample: () => vmMB(pid) });
+    h.before = before;
+    if (fresh) await stopServer(fresh);
+    holds[name].push(h);
+    console.log(`${slowStreams} slow streams [${name}${name === 'direct' ? ', RSS of the upstream' : ', fresh process'}]: VmRSS before ${fmt(before, 1)} MB, most open at once ${h.maxOpen}, all open after ${fmt(h.allOpenMs)} ms, held together ${fmt(h.heldMs)} ms, VmRSS while all open ${fmt(h.whileAllOpen, 1)} MB (${h.samplesAllOpen} samples), max seen ${fmt(h.anyMax, 1)} MB, ${fmt(h.ms / 1000, 1)} s, errors ${h.errors}${h.errors ? ` ${JSON.stringify(h.kinds)}` : ''}`);
+    await sleep(1000); // let the closed sockets go
+  }
+}
+
+// ---------------------------------------------------------------- stop, noise
+await stopServer(upstream);
+const cpuAtEnd = cpuTimes();
+const loadavgEnd = loadavg();
+const wall = (performance.now() - benchStarted) / 1000;
+const self = process.cpuUsage();
+ourCpu[LOAD_CPU] += (self.user + self.system) / 1e6;
+const noise = Object.keys(cpuAtEnd).map((c) => {
+  const busy = cpuAtEnd[c].busy - (cpuAtStart[c]?.busy ?? 0);
+  const steal = cpuAtEnd[c].steal - (cpuAtStart[c]?.steal ?? 0);
+  const others = busy - (ourCpu[c] ?? 0); // per-process and per-CPU accounting differ by about 1 %: ± that is 0
+  return { cpu: c, busy, ours: ourCpu[c] ?? 0, others, steal, othersPct: (100 * others) / wall };
+});
+
+// ---------------------------------------------------------------- figures and targets
+const embedAnswerBytes = median(measured.embed32.direct.map((r) => r.bytes / r.total));
+const agg = (key, name) => {
+  const g = measured[key][name];
+  const d = measured[key].direct;
+  return {
+    rps: stats(g.map((r) => r.rps)),
+    ratio: stats(g.map((r, i) => r.rps / d[i].rps)),
+    p50: stats(g.map((r) => r.p50)),
+    p99: stats(g.map((r) => r.p99)),
+    addedP50: stats(g.map((r, i) => r.p50 - d[i].p50)),
+    addedP99: stats(g.map((r, i) => r.p99 - d[i].p99)),
+    addedTtfbP50: stats(g.map((r, i) => r.ttfbP50 - d[i].ttfbP50)),
+    cpu: stats(g.map((r) => r.cpuPerReqUs)),
+    errors: g.reduce((n, r) => n + r.errors, 0),
+  };
+};
+const holdAgg = (name) => {
+  const h = holds[name];
+  return { rss: stats(h.map((x) => x.whileAllOpen)), errors: h.reduce((n, x) => n + x.errors, 0), runs: h.length, allOpen: h.every((x) => x.samplesAllOpen > 0), kinds: h.map((x) => x.kinds), allOpenMs: stats(h.map((x) => x.allOpenMs)) };
+};
+const slowLabel = `${fmt(slowStreams)} slow streams: errors, VmRSS while all open`;
+const targetRows = [
+  { what: 'added latency, chat c1, p50', goal: '≤ 300 µs', get: (n) => agg('chat1', n).addedP50, show: (st) => `${spread(st, 0, us)} µs`, ok: (st) => us(st.med) <= 300 },
+  { what: 'added latency, chat c1, p99', goal: '≤ 500 µs', get: (n) => agg('chat1', n).addedP99, show: (st) => `${spread(st, 0, us)} µs`, ok: (st) => us(st.med) <= 500 },
+  { what: 'chat c64 throughput', goal: '≥ 12,000 req/s', get: (n) => agg('chat64', n).rps, show: (st) => `${spread(st)} req/s`, ok: (st) => st.med >= 12000 },
+  { what: 'chat c64, ratio to direct', goal: '≥ 0.5×', get: (n) => agg('chat64', n).ratio, show: (st) => `${spread(st, 2)}×`, ok: (st) => st.med >= 0.5 },
+  { what: 'streams c64 (20 chunks)', goal: '≥ 3,000 streams/s', get: (n) => agg('stream64', n).rps, show: (st) => `${spread(st)} /s`, ok: (st) => st.med >= 3000 },
+  { what: 'streams c64, ratio to direct', goal: '≥ 0.8×', get: (n) => agg('stream64', n).ratio, show: (st) => `${spread(st, 2)}×`, ok: (st) => st.med >= 0.8 },
+  { what: 'added TTFB p50, stream c1', goal: '≤ 300 µs', get: (n) => agg('stream1', n).addedTtfbP50, show: (st) => `${spread(st, 0, us)} µs`, ok: (st) => us(st.med) <= 300 },
+  { what: 'embeddings c32 (16 inputs)', goal: '≥ 2,000 req/s', get: (n) => agg('embed32', n).rps, show: (st) => `${spread(st)} req/s`, ok: (st) => st.med >= 2000 },
+  { what: 'embeddings c32, ratio to direct', goal: '≥ 0.55×', get: (n) => agg('embed32', n).ratio, show: (st) => `${spread(st, 2)}×`, ok: (st) => st.med >= 0.55 },
+  { what: 'CPU per request, chat c64', goal: '≤ 80 µs', get: (n) => agg('chat64', n).cpu, show: (st) => `${spread(st, 1)} µs`, ok: (st) => st.med <= 80 },
+  {
+    what: slowLabel, goal: `0 errors, ≤ 250 MB (${fmt(slowRequested)} streams)`, get: (n) => holdAgg(n),
+    show: (h) => (h.runs ? `${h.errors} errors, ${spread(h.rss, 1)} MB` : 'not run'),
+    ok: (h) => h.runs > 0 && slowStreams >= slowRequested && h.errors === 0 && h.allOpen && h.rss.max <= 250,
+  },
+  { what: 'idle RSS after start', goal: '≤ 80 MB', get: (n) => stats(startup[n].idleMB), show: (st) => `${spread(st, 1)} MB`, ok: (st) => st.med <= 80 },
+  { what: 'peak RSS across the scenarios (VmHWM of the long-running gateway)', goal: '≤ 150 MB', get: (n) => ({ v: peakRss[n] }), show: (x) => `${fmt(x.v, 1)} MB`, ok: (x) => x.v <= 150 },
+  { what: 'start to ready (spawn → first 200 from /ready)', goal: '≤ 1 s', get: (n) => stats(startup[n].readyMs), show: (st) => `${spread(st)} ms`, ok: (st) => st.med <= 1000 },
+];
+const mark = (ok) => (ok ? '**met**' : '**missed**');
+console.log('\nTargets (Switchyard; median of the repeats, min–max in brackets):');
+for (const row of targetRows) {
+  const cells = switchyardModes.map((n) => { const v = row.get(n); return `${n}: ${row.show(v)} ${row.ok(v) ? 'met' : 'MISSED'}`; });
+  if (gw.portkey) cells.push(`portkey: ${row.show(row.get('portkey'))}`);
+  console.log(`  ${row.what} (${row.goal}): ${cells.join(' · ')}`);
+}
+
+// ---------------------------------------------------------------- RESULTS.md
+const columns = [...switchyardModes, ...(gw.portkey ? ['portkey'] : [])];
+const targetTable = [
+  `| target | goal | ${switchyardModes.map((n) => `Switchyard, ${n}`).join(' | ')}${gw.portkey ? ' | Portkey (for comparison) |' : ' |'}`,
+  `|---|---|${switchyardModes.map(() => '---|').join('')}${gw.portkey ? '---|' : ''}`,
+  ...targetRows.map((row) => `| ${row.what} | ${row.goal} | ${switchyardModes.map((n) => { const v = row.get(n); return `${row.show(v)} ${mark(row.ok(v))}`; }).join(' | ')}${gw.portkey ? ` | ${row.show(row.get('portkey'))} |` : ' |'}`),
 ].join('\n');
+
+const scenarioTable = [
+  '| scenario | through | req/s (streams/s) | ratio to direct min / med / max | added p50 | added p99 | added TTFB p50 | CPU per request | max VmRSS | errors |',
+  '|---|---|---|---|---|---|---|---|---|---|',
+  ...scenarios.flatMap((s) => {
+    const d = measured[s.key].direct;
+    const direct = `| ${s.name} | direct | ${spread(stats(d.map((r) => r.rps)))} | — | p50 ${fmt(us(median(d.map((r) => r.p50))))} µs | p99 ${fmt(us(median(d.map((r) => r.p99))))} µs | TTFB p50 ${fmt(us(median(d.map((r) => r.ttfbP50))))} µs | — | ${fmt(Math.max(...d.map((r) => r.maxRssMB)), 1)} MB (upstream) | ${d.reduce((n, r) => n + r.errors, 0)} |`;
+    return [direct, ...columns.map((n) => {
+      const a = agg(s.key, n);
+      return `| ${s.name} | ${n} | ${spread(a.rps)} | ${fmt(a.ratio.min, 2)} / ${fmt(a.ratio.med, 2)} / ${fmt(a.ratio.max, 2)} | ${spread(a.addedP50, 0, us)} µs | ${spread(a.addedP99, 0, us)} µs | ${spread(a.addedTtfbP50, 0, us)} µs | ${spread(a.cpu, 1)} µs | ${fmt(Math.max(...measured[s.key][n].map((r) => r.maxRssMB)), 1)} MB | ${a.errors} |`;
+    })];
+  }),
+].join('\n');
+
+const probeTable = [
+  '| gateway | chat c64 req/s meanwhile | /health/live p50 | /health/live p99 | /metrics p50 | /metrics p99 | probes, scrapes | max VmRSS | errors |',
+  '|---|---|---|---|---|---|---|---|---|',
+  ...switchyardModes.map((n) => {
+    const p = probes[n];
+    const st = (f) => stats(p.map(f));
+    return `| ${n} | ${spread(st((x) => x.chat.rps))} | ${spread(st((x) => x.live.p50), 0, us)} µs | ${spread(st((x) => x.live.p99), 0, us)} µs | ${spread(st((x) => x.metrics.p50), 0, us)} µs | ${spread(st((x) => x.metrics.p99), 0, us)} µs | ${p.reduce((a, x) => a + x.live.requests, 0)}, ${p.reduce((a, x) => a + x.metrics.requests, 0)} | ${fmt(Math.max(...p.map((x) => x.chat.maxRssMB)), 1)} MB | ${p.reduce((a, x) => a + x.chat.errors + x.live.errors + x.metrics.errors, 0)} |`;
+  }),
+].join('\n');
+
+const holdTable = [
+  '| through | runs | VmRSS before | most open at once | all open after | held all together | VmRSS while all open | max VmRSS seen in the hold | errors |',
+  '|---|---|---|---|---|---|---|---|---|',
+  ...['direct', ...columns].filter((n) => holds[n].length).map((n) => {
+    const h = holds[n];
+    const errs = h.reduce((a, x) => a + x.errors, 0);
+    const kinds = {};
+    for (const x of h) for (const [k, v] of Object.entries(x.kinds)) kinds[k] = (kinds[k] ?? 0) + v;
+    return `| ${n}${n === 'direct' ? ' (VmRSS of the upstream)' : ' (fresh process)'} | ${h.length} | ${spread(stats(h.map((x) => x.before)), 1)} MB | ${spread(stats(h.map((x) => x.maxOpen)))} | ${spread(stats(h.map((x) => x.allOpenMs)))} ms | ${spread(stats(h.map((x) => x.heldMs)))} ms | ${spread(stats(h.map((x) => x.whileAllOpen)), 1)} MB | ${spread(stats(h.map((x) => x.anyMax)), 1)} MB | ${errs}${errs ? ` (${Object.entries(kinds).map(([k, v]) => `${k}: ${v}`).join(', ')})` : ''} |`;
+  }),
+].join('\n');
+
+const memTable = [
+  '| gateway | start to ready | idle VmRSS after start | peak VmRSS (VmHWM) of the long-running gateway | max VmRSS in a slow-stream hold (fresh process) |',
+  '|---|---|---|---|---|',
+  ...columns.map((n) => `| ${n} | ${spread(stats(startup[n].readyMs))} ms | ${spread(stats(startup[n].idleMB), 1)} MB | ${fmt(peakRss[n], 1)} MB | ${fmt(Math.max(...holds[n].map((x) => x.anyMax)), 1)} MB |`),
+].join('\n');
+
+const noiseLines = noise.map((x) => `CPU ${x.cpu}: busy ${fmt(x.busy, 1)} s, this benchmark's processes ${fmt(x.ours, 1)} s, so other processes ${fmt(x.others, 1)} s (${fmt(x.othersPct, 1)} % of the ${fmt(wall)} s run; ±1 % is accounting error), steal ${fmt(x.steal, 1)} s`).join('; ');
+const portkeyLine = portkey.script
+  ? `Portkey's gateway ${portkey.version} (@hono/node-server ${portkey.nodeServer} through npm \`overrides\`), installed outside the repo in \`${portkey.dir}\`, run as \`taskset -c ${GATEWAY_CPU} node ${portkey.script} --port=<port> --headless\` with NODE_ENV=production (what \`npx @portkey-ai/gateway\` runs), requests with \`x-portkey-provider: openai\`, \`x-portkey-custom-host: ${'http://127.0.0.1:<upstream>/v1'}\` and \`Authorization: Bearer any-key\`. Its start-to-ready is spawn → first 200 on \`GET /\` (it has no readiness route); it has no /health/live or /metrics, so it is not in the probe table.`
+  : `Portkey's gateway: ${portkey.why}. To include it: \`mkdir -p /tmp/portkey && cd /tmp/portkey\`, a package.json with \`"dependencies": {"@portkey-ai/gateway": "1.15.2"}, "overrides": {"@hono/node-server": "1.14.1"}\`, \`npm install\`.`;
+
 const results = `# Load-test results
 
-Latest \`npm run bench\` (${new Date().toISOString()}), ${seconds} s per measurement, ${repeats} repeats, medians;
-ratio = Switchyard req/s ÷ direct req/s in the same repeat. Machine: ${cpus().length}× ${cpus()[0]?.model ?? 'cpu'}, Node ${process.version}.
-Pinning: ${hasTaskset ? 'gateway on CPU 1; load generator and fake upstream (uWebSockets.js) on CPU 0' : 'none (taskset missing)'}; two gateways, GATEWAY_WORKERS=1 and GATEWAY_WORKERS=0 (inline), both on CPU 1 and measured in turn; LOG_LEVEL=info (access logs on).
-Command: \`npm run bench\` (= \`taskset -c 0 node loadtest/bench.mjs\`).
+Latest \`npm run bench\`, started ${startedAt.toISOString()}, took ${fmt(wall)} s: ${seconds} s per measurement after a 0.5 s warm-up,
+${repeats} repeats of every measurement, targets interleaved within each repeat. Figures are medians of the repeats with
+(min–max); a ratio is gateway req/s ÷ direct req/s in the same repeat, "added" is the gateway's figure minus the
+direct figure in the same repeat. Targets are judged on the medians (the slow-stream RSS on the largest run).
 
-${table}
+## Machine and setup
+
+- Machine: ${cpus().length}× ${cpus()[0]?.model ?? 'cpu'}${cpus()[0]?.speed ? ` (${cpus()[0].speed} MHz)` : ''}, ${fmt(totalmem() / 2 ** 30, 1)} GiB RAM, Linux ${release()}, Node ${process.version}; shared with another engineer's builds.
+- Noise: load average ${loadavgStart} at the start, ${loadavgEnd} at the end; ${noiseLines}. "Other processes" is what ran beside this benchmark on each core; anything on CPU ${GATEWAY_CPU} competed with the gateway under test.
+- Pinning: ${hasTaskset ? `every gateway on CPU ${GATEWAY_CPU} (three or four idle processes there, loaded one at a time); this load generator (undici, closed loop) and the fake upstream (uWebSockets.js) on CPU ${LOAD_CPU}` : 'none (taskset missing)'}. Switchyard runs with LOG_LEVEL=info (access log on, drained by the load generator) in two modes: GATEWAY_WORKERS=1 (one provider worker thread) and GATEWAY_WORKERS=0 (inline).
+- File descriptors: ${fdNote}
+- ${portkeyLine}
+
+## Commands
+
+\`\`\`sh
+ulimit -n                      # ${ulimitN} here; the slow-stream scenario needs > 2 × ${fmt(slowRequested)} + 512
+npm run bench                  # = npm run --silent build && taskset -c ${LOAD_CPU} node loadtest/bench.mjs
+# env: BENCH_SECONDS=${seconds} BENCH_REPEATS=${repeats} BENCH_SLOW_STREAMS=${slowRequested} BENCH_SLOW_REPEATS=${slowRepeats} BENCH_SLOW_CHUNKS=${slowChunks} BENCH_SLOW_INTERVAL_MS=${slowInterval} PORTKEY_DIR=${portkey.dir ?? '/tmp/portkey'}
+# what it starts (ports are picked free):
+taskset -c ${LOAD_CPU} node loadtest/upstream.mjs <port>               # SLOW_CHUNKS=${slowChunks} SLOW_INTERVAL_MS=${slowInterval}
+GATEWAY_CONFIG=<tmp>/bench.yaml GATEWAY_API_KEY=${KEY} HOST=127.0.0.1 PORT=<port> LOG_LEVEL=info GATEWAY_WORKERS=1 taskset -c ${GATEWAY_CPU} node dist/src/main.js
+GATEWAY_CONFIG=<tmp>/bench.yaml GATEWAY_API_KEY=${KEY} HOST=127.0.0.1 PORT=<port> LOG_LEVEL=info GATEWAY_WORKERS=0 taskset -c ${GATEWAY_CPU} node dist/src/main.js
+${portkey.script ? `NODE_ENV=production taskset -c ${GATEWAY_CPU} node ${portkey.script} --port=<port> --headless` : '# Portkey: not installed, not run'}
+\`\`\`
+
+The config has three aliases on the fake upstream: \`bench-chat\`, \`bench-embed\` and \`bench-slow\` (api_base \`…/slow/v1\`:
+${slowChunks} chunks ${slowInterval} ms apart). Measurement of each figure:
+CPU per request = the gateway process's utime + stime from \`/proc/<pid>/stat\` over the run ÷ the requests finished in it (warm-up
+included); idle RSS = VmRSS 1 s after the first 200 from \`/ready\` of a fresh process (${repeats} processes per mode);
+start to ready = spawn of \`taskset … node dist/src/main.js\` → first 200 from \`/ready\`, polled every 5 ms; peak RSS = VmHWM of the
+long-running gateway after every throughput, latency and probe scenario (max VmRSS in a scenario: sampled every 100 ms); slow
+streams = ${fmt(slowStreams)} streams on a **fresh** gateway process (so the figure is what the streams cost, not what earlier
+scenarios left in the heap), opened in batches of 250 every 50 ms, one connection each, VmRSS sampled every 200 ms while every
+stream has had its first byte and none has ended ("—" when that never happened: the first streams ended before the last began),
+an error being any stream that is not a 200 with ${slowChunks + 1} events ending in \`data: [DONE]\`, or still open
+${fmt(holdDeadline / 1000)} s after the hold began.
+
+## Targets
+
+${targetTable}
+
+Reading these figures: a loaded gateway uses all of its one core, so at concurrency 64 CPU per request is about 1 ÷ throughput.
+"Direct" is bounded by CPU ${LOAD_CPU}, which carries both the load generator and the upstream: most of all for embeddings, whose
+${fmt(embedAnswerBytes / 1024)} KiB answers the load generator must read, so the embeddings ratio and added latency swing between repeats (a
+ratio above 1 or a negative "added" means the direct run was the slower one). The slow-stream figure is judged on the largest run.
+
+## Scenarios
+
+${scenarioTable}
+
+## /health/live and /metrics during chat at concurrency 64
+
+/health/live paced at one request per 5 ms and /metrics at one per 25 ms, each on its own connection, beside 64 closed-loop
+chat connections, ${seconds} s × ${repeats}.
+
+${probeTable}
+
+## ${fmt(slowStreams)} slow streams held open
+
+${holdTable}
+
+## Memory and start
+
+${memTable}
 `;
 writeFileSync(join(root, 'loadtest', 'RESULTS.md'), results);
-console.log('\nwrote loadtest/RESULTS.md');
+console.log(`\nwrote loadtest/RESULTS.md (${fmt(wall)} s; other processes: ${noise.map((x) => `CPU ${x.cpu} ${fmt(x.othersPct, 1)} %`).join(', ')})`);
 process.exit(0);

@@ -1,9 +1,17 @@
 // A fast fake OpenAI-compatible upstream for load runs (uWebSockets.js, so it
 // costs less than the gateway it measures). Answers are fixed bytes.
 // Usage: node loadtest/upstream.mjs [port]   (prints "listening <port>")
+//
+// Slow streams: a stream request for the model "bench-slow", or any stream request under the
+// path prefix /slow (e.g. POST /slow/v1/chat/completions, so a gateway's api_base can select it),
+// is answered with SLOW_CHUNKS chunks (default 20) SLOW_INTERVAL_MS apart (default 500 ms): the
+// first with the headers, then one per interval, `data: [DONE]` with the last. This holds many
+// streams open at once at a low event rate (the memory scenario of npm run bench).
 import uws from 'uWebSockets.js';
 
 const port = Number(process.argv[2] ?? 0);
+const slowChunks = Number(process.env.SLOW_CHUNKS ?? 20);
+const slowInterval = Number(process.env.SLOW_INTERVAL_MS ?? 500);
 const chat = JSON.stringify({
   id: 'chatcmpl-bench', object: 'chat.completion', created: 1700000000, model: 'bench-model',
   choices: [{ index: 0, message: { role: 'assistant', content: 'Hello from the bench upstream.' }, finish_reason: 'stop' }],
@@ -21,29 +29,58 @@ const models = JSON.stringify({ object: 'list', data: [{ id: 'bench-model', obje
 
 function readBody(res, done) {
   let size = 0;
-  let stream = false;
   const parts = [];
-  res.onAborted(() => { res.aborted = true; });
+  res.onAborted(() => {
+    res.aborted = true;
+    if (res.timer) clearInterval(res.timer);
+  });
   res.onData((ab, last) => {
     size += ab.byteLength;
-    // Only the first bytes matter: is this a stream request?
+    // Only the first bytes matter: is this a stream request, and for which model?
     if (parts.length < 2) parts.push(Buffer.from(ab.slice(0, 256)).toString());
     if (last) {
-      stream = /"stream"\s*:\s*true/.test(parts.join(''));
-      if (!res.aborted) done(stream, size);
+      const head = parts.join('');
+      const stream = /"stream"\s*:\s*true/.test(head);
+      const slow = /"model"\s*:\s*"bench-slow"/.test(head);
+      if (!res.aborted) done(stream, size, slow);
     }
   });
 }
 
-const app = uws.App();
-app.post('/v1/chat/completions', (res) => {
-  readBody(res, (stream) => {
+function slowStream(res) {
+  let sent = 0;
+  const next = () => {
+    if (res.aborted) return;
+    sent++;
     res.cork(() => {
-      if (stream) res.writeStatus('200 OK').writeHeader('content-type', 'text/event-stream').end(stream20);
-      else res.writeStatus('200 OK').writeHeader('content-type', 'application/json').end(chat);
+      if (sent === 1) res.writeStatus('200 OK').writeHeader('content-type', 'text/event-stream');
+      if (sent < slowChunks) res.write(chunk(sent - 1));
+      else {
+        clearInterval(res.timer);
+        res.timer = undefined;
+        res.end(chunk(sent - 1) + 'data: [DONE]\n\n');
+      }
     });
-  });
-});
+  };
+  next();
+  if (slowChunks > 1) res.timer = setInterval(next, slowInterval);
+}
+
+function chatRoute(forceSlow) {
+  return (res) => {
+    readBody(res, (stream, _size, slow) => {
+      if (stream && (slow || forceSlow)) return slowStream(res);
+      res.cork(() => {
+        if (stream) res.writeStatus('200 OK').writeHeader('content-type', 'text/event-stream').end(stream20);
+        else res.writeStatus('200 OK').writeHeader('content-type', 'application/json').end(chat);
+      });
+    });
+  };
+}
+
+const app = uws.App();
+app.post('/v1/chat/completions', chatRoute(false));
+app.post('/slow/v1/chat/completions', chatRoute(true));
 app.post('/v1/embeddings', (res) => {
   readBody(res, () => res.cork(() => res.writeStatus('200 OK').writeHeader('content-type', 'application/json').end(embeddings)));
 });
