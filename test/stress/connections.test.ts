@@ -8,92 +8,19 @@
  */
 import http from 'node:http';
 import net from 'node:net';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startFakeUpstream, type FakeUpstream } from '../support/fake-upstream.js';
-import { TEST_KEY, UPSTREAM_KEY, startTestGateway, type TestGateway } from '../support/gateway.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { MiB, percentile, sleep, until, useClientGateway } from '../support/client-gateway.js';
+import type { FakeUpstream } from '../support/fake-upstream.js';
+import { TEST_KEY, UPSTREAM_KEY, type TestGateway } from '../support/gateway.js';
 
-const MiB = 1024 * 1024;
-const CHAT = '/v1/chat/completions';
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-async function until(pred: () => boolean, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!pred()) {
-    if (Date.now() >= deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for: ${what}`);
-    await sleep(5);
-  }
-}
-
-function percentile(values: number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number;
-}
-
+const fx = useClientGateway();
 let upstream: FakeUpstream;
 let gw: TestGateway;
 let port: number;
-
-beforeAll(async () => {
-  upstream = await startFakeUpstream();
-  const yaml = `
-model_list:
-  - model_name: up-chat
-    params: { model: openai/fake-model, api_base: ${upstream.url}, api_key: ${UPSTREAM_KEY} }
-  - model_name: up-embed
-    params: { model: openai/fake-embed, api_base: ${upstream.url}, api_key: ${UPSTREAM_KEY} }
-  - model_name: mock-chat
-    params: { model: mock/chat-small, mock_stream_chunks: 5 }
-  - model_name: mock-embed
-    params: { model: mock/embed-small, mock_embedding_dimensions: 8 }
-  - model_name: mock-slow-stream
-    params: { model: mock/chat-small, mock_stream_chunks: 200, mock_chunk_interval_ms: 20 }
-  - model_name: mock-slow
-    params: { model: mock/chat-small, mock_latency_ms: 5000 }
-`;
-  gw = await startTestGateway({ upstream, yaml });
-  port = gw.gateway.port;
+beforeAll(() => {
+  ({ upstream, gw, port } = fx);
 });
-
-afterAll(async () => {
-  await gw?.close();
-  await upstream?.close();
-});
-
-beforeEach(() => upstream.reset());
-
-const inFlight = () => ({ pool: gw.gateway.context.pool.stats().inFlight, counters: gw.gateway.context.counters.inFlight, streams: gw.gateway.context.counters.streamsOpen });
-
-async function expectIdle(context: string, timeoutMs = 2000): Promise<void> {
-  await until(() => inFlight().pool === 0 && inFlight().counters === 0 && inFlight().streams === 0, timeoutMs, `${context}: nothing in flight (${JSON.stringify(inFlight())})`);
-}
-
-afterEach(async () => {
-  const live = await gw.fetch('/health/live', { auth: false, signal: AbortSignal.timeout(2000) });
-  expect(live.status).toBe(200);
-  expect(await live.json()).toEqual({ object: 'health', status: 'ok' });
-  await expectIdle('after the case');
-  expect(gw.gateway.context.pool.stats().restarts).toBe(0);
-});
-
-/** One mock chat on a fresh connection; returns its latency in ms. */
-async function timedChat(agent?: http.Agent): Promise<number> {
-  const body = JSON.stringify({ model: 'mock-chat', messages: [{ role: 'user', content: 'ping' }] });
-  const t0 = performance.now();
-  const { status } = await new Promise<{ status: number }>((resolve, reject) => {
-    const req = http.request(
-      { host: '127.0.0.1', port, path: CHAT, method: 'POST', agent: agent ?? false, headers: { authorization: `Bearer ${gw.key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }, timeout: 5000 },
-      (res) => {
-        res.resume();
-        res.on('end', () => resolve({ status: res.statusCode ?? 0 }));
-      },
-    );
-    req.on('timeout', () => req.destroy(new Error('chat: no answer within 5 s')));
-    req.on('error', reject);
-    req.end(body);
-  });
-  expect(status).toBe(200);
-  return performance.now() - t0;
-}
+const { timedChat } = fx;
 
 // ───────────────────────── many idle connections ─────────────────────────
 
