@@ -4,6 +4,7 @@
  */
 import { Writable } from 'node:stream';
 import OpenAI from 'openai';
+import { expect } from 'vitest';
 import { parseConfig, type GatewayConfig } from '../../src/config/load.js';
 import { startGateway, type Gateway } from '../../src/gateway.js';
 import { createLogger } from '../../src/logging.js';
@@ -86,4 +87,23 @@ export async function startTestGateway(options: { yaml?: string; upstream?: Fake
     },
     close: () => gateway.close(),
   };
+}
+
+/**
+ * Asserts that neither the gateway key nor the upstream key appears, raw,
+ * URL-encoded, base64, base64url or hex, in any captured log line or in the
+ * answers of the routes that report on the gateway.
+ */
+export async function expectNoKeyLeak(gw: TestGateway, keys: readonly string[] = [TEST_KEY, UPSTREAM_KEY]): Promise<void> {
+  const texts: string[] = [gw.rawLogs.join('\n')];
+  for (const path of ['/metrics', '/status', '/status/models', '/health', '/ready', '/v1/models']) {
+    const res = await gw.fetch(path, { signal: AbortSignal.timeout(5000) });
+    texts.push(`${[...res.headers].map(([k, v]) => `${k}: ${v}`).join('\n')}\n${await res.text()}`);
+  }
+  const all = texts.join('\n');
+  for (const key of keys) {
+    for (const form of [key, encodeURIComponent(key), Buffer.from(key).toString('base64'), Buffer.from(key).toString('base64url'), Buffer.from(key).toString('hex')]) {
+      expect(all.includes(form), `${form} leaked`).toBe(false);
+    }
+  }
 }
