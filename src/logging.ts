@@ -18,16 +18,52 @@ export const REDACT_PATHS = [
 
 /** How often buffered log lines are flushed at the latest. */
 const FLUSH_INTERVAL_MS = 200;
+/** Lines are handed to sonic-boom in batches of about this many characters. */
+const BATCH_CHARS = 32 * 1024;
 
 /**
- * stdout through sonic-boom, buffered to 4 KiB so a busy gateway makes one
- * write per few dozen access lines instead of one per request, and flushed
- * at least every 200 ms so a quiet one still shows its lines at once.
+ * Lines collected in an array and handed to sonic-boom (which owns the
+ * asynchronous writes, EAGAIN on pipes and the final synchronous flush) in
+ * 32 KiB batches: one write per hundred access lines, and flushed at least
+ * every 200 ms so a quiet gateway still shows its lines at once. sonic-boom's
+ * own `minLength` buffering measures its whole buffer on every line, which
+ * cost 2.3× the per-line price of this (a pino-to-/dev/null loop: 6.4 µs vs
+ * 2.8 µs a line).
  */
-function bufferedStdout(): DestinationStream {
-  const dest = pino.destination({ dest: 1, sync: false, minLength: 4096 });
-  setInterval(() => dest.flush(), FLUSH_INTERVAL_MS).unref();
-  return dest;
+class BatchedStdout implements DestinationStream {
+  readonly #dest = pino.destination({ dest: 1, sync: false, maxWrite: 2 * BATCH_CHARS });
+  #lines: string[] = [];
+  #chars = 0;
+
+  constructor() {
+    setInterval(() => this.#handOver(), FLUSH_INTERVAL_MS).unref();
+  }
+
+  write(line: string): void {
+    this.#lines.push(line);
+    this.#chars += line.length;
+    if (this.#chars >= BATCH_CHARS) this.#handOver();
+  }
+
+  /** pino's `logger.flush(cb)`: everything written out, then `cb`. */
+  flush(cb?: (err?: Error | null) => void): void {
+    this.#handOver();
+    this.#dest.flush(cb);
+  }
+
+  /** pino's exit path. */
+  flushSync(): void {
+    this.#handOver();
+    this.#dest.flushSync();
+  }
+
+  #handOver(): void {
+    if (this.#chars === 0) return;
+    const batch = this.#lines.join('');
+    this.#lines = [];
+    this.#chars = 0;
+    this.#dest.write(batch);
+  }
 }
 
 /**
@@ -38,7 +74,24 @@ function bufferedStdout(): DestinationStream {
  */
 export function accessLogger(log: Logger): Logger {
   const stream = (log as unknown as Record<symbol, DestinationStream>)[pino.symbols.streamSym] as DestinationStream;
-  return pino({ level: log.level, base: { service: 'switchyard' }, timestamp: pino.stdTimeFunctions.isoTime }, stream);
+  return pino({ level: log.level, base: { service: 'switchyard' }, timestamp: isoTime }, stream);
+}
+
+let lastMs = 0;
+let lastTime = '';
+
+/**
+ * pino's `isoTime`, made once per millisecond: a busy gateway writes
+ * several lines in the same millisecond, and formatting a Date is a third
+ * of the cost of an access line.
+ */
+export function isoTime(): string {
+  const now = Date.now();
+  if (now !== lastMs) {
+    lastMs = now;
+    lastTime = `,"time":"${new Date(now).toISOString()}"`;
+  }
+  return lastTime;
 }
 
 export function createLogger(level: string, destination?: DestinationStream): Logger {
@@ -47,9 +100,9 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
       level,
       base: { service: 'switchyard' },
       redact: { paths: REDACT_PATHS, censor: '[redacted]' },
-      timestamp: pino.stdTimeFunctions.isoTime,
+      timestamp: isoTime,
     },
-    destination ?? bufferedStdout(),
+    destination ?? new BatchedStdout(),
   );
 }
 
