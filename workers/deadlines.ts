@@ -7,15 +7,15 @@
  */
 import { GatewayError, type ErrorCode } from '../src/errors.js';
 import type { Timeouts } from '../protocol/config.js';
+import type { ExchangeActivity } from './upstream-http.js';
 
-export class Deadlines {
+export class Deadlines implements ExchangeActivity {
   readonly #abort: (reason: GatewayError) => void;
   readonly #timeouts: Timeouts;
   readonly #total: NodeJS.Timeout;
   #phase: NodeJS.Timeout | null;
 
-  /** Starts the total and headers timers at once. */
-  /** `abort` ends the call with the expired deadline's error. */
+  /** Starts the total and headers timers at once; `abort` ends the call with the expired deadline's error. */
   constructor(abort: (reason: GatewayError) => void, timeouts: Timeouts) {
     this.#abort = abort;
     this.#timeouts = timeouts;
@@ -30,9 +30,9 @@ export class Deadlines {
   }
 
   /** A body chunk arrived. */
-  readonly touch = (): void => {
+  chunkArrived(): void {
     this.#phase?.refresh();
-  };
+  }
 
   /** The client paused the relay: silence is not the upstream's fault until it resumes. */
   hold(): void {

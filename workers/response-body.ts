@@ -3,45 +3,8 @@
  * response limit, and checked to be in the compatible format before they
  * are returned as a success.
  */
-import type { Dispatcher } from 'undici';
 import type { Operation, Usage } from '../protocol/frames.js';
 import { GatewayError } from '../src/errors.js';
-
-/** Reads a whole body into one buffer of its own (so it can be transferred), failing past `limit` bytes. */
-export async function readBody(
-  body: Dispatcher.ResponseData['body'],
-  contentLength: string | string[] | undefined,
-  limit: number,
-  onChunk?: () => void,
-): Promise<Uint8Array> {
-  const declared = Number(contentLength);
-  if (Number.isFinite(declared) && declared > limit) {
-    body.destroy();
-    throw tooLarge();
-  }
-  const chunks: Buffer[] = [];
-  let total = 0;
-  for await (const chunk of body as AsyncIterable<Buffer>) {
-    onChunk?.();
-    total += chunk.length;
-    if (total > limit) {
-      body.destroy();
-      throw tooLarge();
-    }
-    chunks.push(chunk);
-  }
-  const out = new Uint8Array(total);
-  let offset = 0;
-  for (const chunk of chunks) {
-    out.set(chunk, offset);
-    offset += chunk.length;
-  }
-  return out;
-}
-
-function tooLarge(): GatewayError {
-  return new GatewayError('upstream_response_too_large');
-}
 
 const decoder = new TextDecoder();
 

@@ -8,6 +8,7 @@ import type { ChannelEnd, FrameSender } from '../protocol/channel.js';
 import type { RoutingConfig } from '../protocol/config.js';
 import type { CallFrame, FromWorker, HeaderList, RouteLabels, ToWorker, Usage } from '../protocol/frames.js';
 import { GatewayError, isErrorCode, type ErrorCode } from '../src/errors.js';
+import { CallControl } from './call-control.js';
 import { Flow } from './flow.js';
 import { probeUpstream } from './probe.js';
 import { parseRequest } from '../protocol/requests.js';
@@ -16,7 +17,7 @@ import { PROVIDERS } from './providers/index.js';
 import type { ResponseSink } from './providers/adapter.js';
 
 interface ActiveCall {
-  readonly controller: AbortController;
+  readonly control: CallControl;
   readonly flow: Flow;
 }
 
@@ -37,7 +38,7 @@ export class WorkerSession {
         void this.#run(frame, payload ?? new Uint8Array(0));
         return;
       case 'cancel':
-        this.#calls.get(frame.id)?.controller.abort(CANCELLED);
+        this.#calls.get(frame.id)?.control.abort(CANCELLED);
         return;
       case 'pause':
         this.#calls.get(frame.id)?.flow.pause();
@@ -60,7 +61,7 @@ export class WorkerSession {
   async #run(frame: CallFrame, body: Uint8Array): Promise<void> {
     const { id } = frame;
     const router = this.#router;
-    const call: ActiveCall = { controller: new AbortController(), flow: new Flow() };
+    const call: ActiveCall = { control: new CallControl(), flow: new Flow() };
     this.#calls.set(id, call);
     const sink = new FrameSink(this.#port, id);
     try {
@@ -70,11 +71,11 @@ export class WorkerSession {
       if (target.upstream.credentials === 'missing') throw new GatewayError('credentials_missing');
       request.body.model = target.upstream.upstreamModel;
       await PROVIDERS[target.upstream.provider].call(
-        { op: frame.op, upstream: target.upstream, body: request.body, stream: request.stream, requestId: frame.requestId, maxResponseBytes: router.maxResponseBytes, signal: call.controller.signal, abort: (reason) => call.controller.abort(reason), flow: call.flow },
+        { op: frame.op, upstream: target.upstream, body: request.body, stream: request.stream, requestId: frame.requestId, maxResponseBytes: router.maxResponseBytes, control: call.control, flow: call.flow },
         sink,
       );
     } catch (err) {
-      if (call.controller.signal.reason !== CANCELLED) sink.fail(toErrorData(err));
+      if (call.control.reason !== CANCELLED) sink.fail(toErrorData(err));
     } finally {
       this.#calls.delete(id);
     }

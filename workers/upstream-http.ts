@@ -2,9 +2,15 @@
  * HTTP to OpenAI-compatible upstreams over undici's dispatcher API: one
  * keep-alive Pool per (origin, connect timeout), reused by every call of
  * this worker. Each way of failing maps to its own error code.
+ *
+ * An exchange is undici's handler interface driven directly, not
+ * `Pool.request`: that wraps every response in a Readable stream, an async
+ * iterator and an abort-signal listener, which cost more per call than the
+ * rest of the worker's work (the profile in loadtest/RESULTS.md).
  */
+import type { IncomingHttpHeaders } from 'node:http';
 import { Pool, type Dispatcher } from 'undici';
-import type { Upstream } from '../protocol/config.js';
+import type { Timeouts } from '../protocol/config.js';
 import { GatewayError, type ErrorCode } from '../src/errors.js';
 
 const pools = new Map<string, Pool>();
@@ -31,32 +37,186 @@ function parseBase(apiBase: string): { origin: string; basePath: string } {
   return target;
 }
 
-/** One upstream call with the route's timeouts; `signal` ends it early (client gone or total timeout). */
-export function upstreamRequest(
-  upstream: Upstream,
-  path: string,
-  body: string,
-  headers: Record<string, string>,
-  signal: AbortSignal,
-): Promise<Dispatcher.ResponseData> {
-  if (upstream.apiBase === null) throw new GatewayError('internal_error', 'this provider has no api_base');
-  const { origin, basePath } = parseBase(upstream.apiBase);
-  const { connectMs, headersMs, idleMs } = upstream.timeouts;
-  return poolFor(origin, connectMs).request({
-    method: 'POST',
-    path: basePath + path,
-    headers,
-    body,
-    signal,
-    headersTimeout: headersMs,
-    bodyTimeout: idleMs,
-  });
+export interface UpstreamHead {
+  readonly status: number;
+  /** Lower-case names, as undici parses them. */
+  readonly headers: IncomingHttpHeaders;
 }
 
-/** A GET for reachability checks (`/models`); costs the provider nothing billable. */
-export function upstreamGet(apiBase: string, path: string, headers: Record<string, string>, signal: AbortSignal, timeoutMs: number): Promise<Dispatcher.ResponseData> {
+/** What an exchange tells its caller besides the body: for the per-phase deadlines. */
+export interface ExchangeActivity {
+  headersArrived(): void;
+  chunkArrived(): void;
+}
+
+const noop = (): void => {};
+
+/**
+ * One upstream request and its response. `head` resolves when the response
+ * headers arrive. The body is collected whole, up to `limit` bytes, into
+ * `body`; or, when `relayWhen` says so for the response's head, passed on
+ * chunk by chunk to the callback given to `relay` (chunks that arrive
+ * before it is given are held for it). `abort` ends the exchange at any
+ * point with the given error; so does any failure of the connection.
+ */
+export class UpstreamExchange implements Dispatcher.DispatchHandler {
+  readonly head: Promise<UpstreamHead>;
+  /** The collected body, or an empty array at the end of a relayed one; rejects with the exchange's failure. */
+  readonly body: Promise<Uint8Array>;
+  readonly #limit: number;
+  readonly #activity: ExchangeActivity;
+  readonly #relayWhen: ((head: UpstreamHead) => boolean) | null;
+  #resolveHead!: (head: UpstreamHead) => void;
+  #rejectHead!: (err: unknown) => void;
+  #resolveBody!: (body: Uint8Array) => void;
+  #rejectBody!: (err: unknown) => void;
+  #controller: Dispatcher.DispatchController | null = null;
+  #failure: unknown = null;
+  /** The response ended or failed: nothing more comes from undici. */
+  #settled = false;
+  #relaying = false;
+  #relay: ((chunk: Buffer) => void) | null = null;
+  #chunks: Buffer[] = [];
+  #received = 0;
+  #paused = false;
+
+  constructor(limit: number, activity: ExchangeActivity, relayWhen: ((head: UpstreamHead) => boolean) | null = null) {
+    this.#limit = limit;
+    this.#activity = activity;
+    this.#relayWhen = relayWhen;
+    this.head = new Promise((resolve, reject) => {
+      this.#resolveHead = resolve;
+      this.#rejectHead = reject;
+    });
+    this.body = new Promise((resolve, reject) => {
+      this.#resolveBody = resolve;
+      this.#rejectBody = reject;
+    });
+    // A caller that stops after `head` (a redirect, a 5xx) never awaits these: no unhandled rejection.
+    this.head.catch(noop);
+    this.body.catch(noop);
+  }
+
+  /** Starts passing a relayed body on (only after `head`, and only when `relayWhen` chose relaying). */
+  relay(onChunk: (chunk: Buffer) => void): void {
+    this.#relay = onChunk;
+    const early = this.#chunks;
+    this.#chunks = [];
+    for (const chunk of early) {
+      if (this.#failure !== null) return;
+      onChunk(chunk);
+    }
+    if (this.#settled && this.#failure === null) this.#resolveBody(EMPTY);
+  }
+
+  pause(): void {
+    this.#paused = true;
+    this.#controller?.pause();
+  }
+
+  resume(): void {
+    this.#paused = false;
+    this.#controller?.resume();
+  }
+
+  /** Ends the exchange now (a deadline, the client left, a bad body); both promises reject with `reason`. */
+  abort(reason: unknown): void {
+    if (this.#settled) return;
+    this.#fail(reason);
+    this.#controller?.abort(asError(reason));
+  }
+
+  /** Drops whatever has not been read yet (the connection goes with it); nothing once the response is complete. */
+  release(): void {
+    if (!this.#settled) this.abort(new GatewayError('upstream_reset', 'the response was not read to its end'));
+  }
+
+  // ── undici's handler interface ──
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.#controller = controller;
+    // Aborted while queued for a connection: undici lets go of it only here.
+    if (this.#failure !== null) controller.abort(asError(this.#failure));
+    else if (this.#paused) controller.pause();
+  }
+
+  onResponseStart(_controller: Dispatcher.DispatchController, status: number, headers: IncomingHttpHeaders): void {
+    if (this.#settled) return;
+    this.#activity.headersArrived();
+    const head: UpstreamHead = { status, headers };
+    this.#relaying = this.#relayWhen?.(head) ?? false;
+    this.#resolveHead(head);
+    const declared = Number(headers['content-length']);
+    if (!this.#relaying && Number.isFinite(declared) && declared > this.#limit) this.abort(new GatewayError('upstream_response_too_large'));
+  }
+
+  onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.#settled) return;
+    this.#activity.chunkArrived();
+    if (this.#relay) {
+      this.#relay(chunk);
+      return;
+    }
+    // A relayed body is bounded per event by its reader; before `relay` is given only one socket read can arrive.
+    if (!this.#relaying) {
+      this.#received += chunk.length;
+      if (this.#received > this.#limit) {
+        this.abort(new GatewayError('upstream_response_too_large'));
+        return;
+      }
+    }
+    this.#chunks.push(chunk);
+  }
+
+  onResponseEnd(): void {
+    if (this.#settled) return;
+    this.#settled = true;
+    if (!this.#relaying) this.#resolveBody(this.#collected());
+    else if (this.#relay) this.#resolveBody(EMPTY);
+    // else: `relay` resolves it once it has passed on the held chunks.
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
+    if (!this.#settled) this.#fail(err);
+  }
+
+  #fail(reason: unknown): void {
+    this.#settled = true;
+    this.#failure = reason;
+    this.#chunks = [];
+    this.#rejectHead(reason);
+    this.#rejectBody(reason);
+  }
+
+  /** The chunks in one buffer of its own, so it can be transferred to the front. */
+  #collected(): Uint8Array {
+    const out = new Uint8Array(this.#received);
+    let offset = 0;
+    for (const chunk of this.#chunks) {
+      out.set(chunk, offset);
+      offset += chunk.length;
+    }
+    this.#chunks = [];
+    return out;
+  }
+}
+
+const EMPTY = new Uint8Array(0);
+const asError = (reason: unknown): Error => (reason instanceof Error ? reason : new Error(String(reason)));
+
+/** Starts one upstream call with its timeouts (undici's own are a backstop to workers/deadlines.ts). */
+export function upstreamExchange(
+  apiBase: string,
+  timeouts: Pick<Timeouts, 'connectMs' | 'headersMs' | 'idleMs'>,
+  method: 'GET' | 'POST',
+  path: string,
+  body: string | null,
+  headers: Record<string, string>,
+  exchange: UpstreamExchange,
+): void {
   const { origin, basePath } = parseBase(apiBase);
-  return poolFor(origin, timeoutMs).request({ method: 'GET', path: basePath + path, headers, signal, headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
+  const { connectMs, headersMs, idleMs } = timeouts;
+  poolFor(origin, connectMs).dispatch({ method, path: basePath + path, headers, body, headersTimeout: headersMs, bodyTimeout: idleMs }, exchange);
 }
 
 const CODES: Record<string, ErrorCode> = {
@@ -81,13 +241,4 @@ export function toUpstreamError(err: unknown, answered: boolean): GatewayError {
   const mapped = CODES[code];
   if (mapped) return new GatewayError(mapped);
   return new GatewayError(answered ? 'upstream_reset' : 'upstream_unreachable');
-}
-
-/** Drains and discards a body we do not forward, so the connection can be reused. */
-export async function discard(body: Dispatcher.ResponseData['body']): Promise<void> {
-  try {
-    await body.dump({ limit: 64 * 1024 });
-  } catch {
-    // the connection is dropped instead; nothing to report
-  }
 }

@@ -5,7 +5,8 @@
  */
 import type { Upstream } from '../../protocol/config.js';
 import type { HeaderList, Operation, Usage } from '../../protocol/frames.js';
-import type { ErrorCode, GatewayError } from '../../src/errors.js';
+import type { ErrorCode } from '../../src/errors.js';
+import type { CallControl } from '../call-control.js';
 import type { Flow } from '../flow.js';
 
 export interface ProviderCall {
@@ -17,10 +18,12 @@ export interface ProviderCall {
   readonly requestId: string;
   /** limits.max_response_body_bytes of the config the call started with. */
   readonly maxResponseBytes: number;
-  /** Fires when the client leaves (the adapter stops and answers nothing) or a deadline passes. */
-  readonly signal: AbortSignal;
-  /** Ends the call early with a coded error (a deadline passed); `signal` fires with it as reason. */
-  abort(reason: GatewayError): void;
+  /**
+   * Stops when the client leaves (the adapter stops and answers nothing) or
+   * a deadline passes: the adapter calls `control.abort` with the deadline's
+   * GatewayError, which is then the reason.
+   */
+  readonly control: CallControl;
   readonly flow: Flow;
 }
 

@@ -16,7 +16,7 @@ export const mockAdapter: ProviderAdapter = {
   async call(call, sink) {
     const started = performance.now();
     const { mock } = call.upstream;
-    if (mock.latencyMs > 0) await sleep(mock.latencyMs, undefined, { signal: call.signal });
+    if (mock.latencyMs > 0) await sleep(mock.latencyMs, undefined, { signal: call.control.signal });
     if (mock.fault !== 'none') return injectFault(mock.fault);
     if (call.op === 'embeddings') {
       const { body, usage } = embeddings(call);
@@ -61,9 +61,9 @@ async function stream(call: ProviderCall, sink: ResponseSink, s: { id: string; m
   } else {
     for (const event of events) {
       await call.flow.whenRunning();
-      if (call.signal.aborted) return;
+      if (call.control.aborted) return;
       sink.data(encoder.encode(event));
-      await sleep(chunkIntervalMs, undefined, { signal: call.signal });
+      await sleep(chunkIntervalMs, undefined, { signal: call.control.signal });
     }
   }
   sink.end(includeUsage ? s.usage : null, performance.now() - s.started);

@@ -4,15 +4,14 @@
  * `model` rewritten. Provider 4xx pass through; 3xx, 5xx, timeouts,
  * resets and bodies that are not the compatible format become 502s.
  */
-import type { Dispatcher } from 'undici';
 import type { Usage } from '../../protocol/frames.js';
 import { GatewayError } from '../../src/errors.js';
 import { VERSION } from '../../src/version.js';
 import { allowlistedHeaders } from '../rate-limit-headers.js';
-import { checkCompatible, looksLikeJson, readBody, usageOf } from '../response-body.js';
+import { checkCompatible, looksLikeJson, usageOf } from '../response-body.js';
 import { Deadlines } from '../deadlines.js';
 import { SseParser } from '../sse.js';
-import { discard, toUpstreamError, upstreamRequest } from '../upstream-http.js';
+import { toUpstreamError, upstreamExchange, UpstreamExchange, type UpstreamHead } from '../upstream-http.js';
 import type { ProviderAdapter, ProviderCall, ResponseSink } from './adapter.js';
 
 const PATHS = { chat: '/chat/completions', embeddings: '/embeddings' } as const;
@@ -24,8 +23,12 @@ export const openaiAdapter: ProviderAdapter = {
   async call(call, sink) {
     const started = performance.now();
     const { upstream } = call;
-    // call.signal is "stop now": the client left, or a deadline passed (then its reason is the GatewayError).
-    const deadlines = new Deadlines(call.abort, upstream.timeouts);
+    if (upstream.apiBase === null) throw new GatewayError('internal_error', 'this provider has no api_base');
+    // call.control is "stop now": the client left, or a deadline passed (then its reason is the GatewayError).
+    const { control } = call;
+    const deadlines = new Deadlines((reason) => control.abort(reason), upstream.timeouts);
+    const exchange = new UpstreamExchange(call.maxResponseBytes, deadlines, call.stream ? isEventStream : null);
+    control.onAbort((reason) => exchange.abort(reason));
     let answered = false;
     try {
       const headers: Record<string, string> = {
@@ -35,49 +38,45 @@ export const openaiAdapter: ProviderAdapter = {
         accept: call.stream ? 'text/event-stream' : 'application/json',
       };
       if (upstream.apiKey) headers.authorization = `Bearer ${upstream.apiKey}`;
-      const res = await upstreamRequest(upstream, PATHS[call.op], JSON.stringify(call.body), headers, call.signal);
+      upstreamExchange(upstream.apiBase, upstream.timeouts, 'POST', PATHS[call.op], JSON.stringify(call.body), headers, exchange);
+      const { status, headers: responseHeaders } = await exchange.head;
       answered = true;
-      deadlines.headersArrived();
-      const limit = call.maxResponseBytes;
-      const passHeaders = allowlistedHeaders(res.headers);
-      const status = res.statusCode;
-      if (status >= 300 && status < 400) {
-        await discard(res.body);
-        throw new GatewayError('upstream_redirect');
-      }
-      if (status >= 500 || status < 200) {
-        await discard(res.body);
-        throw new GatewayError('upstream_error', `the provider answered with status ${status}`);
-      }
+      const passHeaders = allowlistedHeaders(responseHeaders);
+      if (status >= 300 && status < 400) throw new GatewayError('upstream_redirect');
+      if (status >= 500 || status < 200) throw new GatewayError('upstream_error', `the provider answered with status ${status}`);
       if (status >= 400) {
         // CONTRACT.md: provider 4xx pass through with their status and body.
-        const body = await readBody(res.body, res.headers['content-length'], limit, deadlines.touch);
+        const body = await exchange.body;
         sink.reply(status, looksLikeJson(body) ? 'application/json' : 'text/plain; charset=utf-8', passHeaders, body, null, performance.now() - started);
         return;
       }
       if (call.stream) {
-        const type = String(res.headers['content-type'] ?? '');
-        if (!type.startsWith('text/event-stream')) {
-          await discard(res.body);
+        if (!isEventStream({ status, headers: responseHeaders })) {
           throw new GatewayError('upstream_invalid_response', 'the provider answered a stream request without an event stream');
         }
         sink.head(passHeaders);
-        const usage = await relayEvents(res.body, call, sink, deadlines);
+        const usage = await relayEvents(exchange, call, sink, deadlines);
         sink.end(usage, performance.now() - started);
         return;
       }
-      const body = await readBody(res.body, res.headers['content-length'], limit, deadlines.touch);
+      const body = await exchange.body;
       const usage = checkCompatible(call.op, body);
       sink.reply(status, 'application/json', passHeaders, body, usage, performance.now() - started);
     } catch (err) {
-      const reason: unknown = call.signal.reason;
-      if (call.signal.aborted && reason instanceof GatewayError) throw reason;
+      if (control.aborted && control.reason instanceof GatewayError) throw control.reason;
       throw toUpstreamError(err, answered);
     } finally {
+      control.onAbort(null);
       deadlines.clear();
+      // Whatever is not read by now is not wanted: the connection is dropped rather than drained.
+      exchange.release();
     }
   },
 };
+
+/** A stream request's success answer: relayed as it comes; anything else is collected. */
+const isEventStream = ({ status, headers }: UpstreamHead): boolean =>
+  status >= 200 && status < 300 && String(headers['content-type'] ?? '').startsWith('text/event-stream');
 
 const encoder = new TextEncoder();
 
@@ -85,7 +84,7 @@ const encoder = new TextEncoder();
  * Relays SSE events as they arrive: each upstream chunk's complete events
  * become one data frame. Pausing the flow pauses the upstream read.
  */
-function relayEvents(body: Dispatcher.ResponseData['body'], call: ProviderCall, sink: ResponseSink, deadlines: Deadlines): Promise<Usage | null> {
+async function relayEvents(exchange: UpstreamExchange, call: ProviderCall, sink: ResponseSink, deadlines: Deadlines): Promise<Usage | null> {
   const parser = new SseParser(Math.min(MAX_EVENT_BYTES, call.maxResponseBytes));
   let usage: Usage | null = null;
   const forward = (events: string[]) => {
@@ -105,42 +104,29 @@ function relayEvents(body: Dispatcher.ResponseData['body'], call: ProviderCall, 
     }
     sink.data(encoder.encode(out));
   };
-  return new Promise<Usage | null>((resolve, reject) => {
-    const off = call.flow.onChange((paused) => {
-      if (paused) {
-        body.pause();
-        deadlines.hold();
-      } else {
-        deadlines.release();
-        body.resume();
-      }
-    });
-    const fail = (err: unknown) => {
-      off();
-      body.destroy();
-      reject(err);
-    };
-    body.on('data', (chunk: Buffer) => {
-      deadlines.touch();
+  const follow = (paused: boolean) => {
+    if (paused) {
+      exchange.pause();
+      deadlines.hold();
+    } else {
+      deadlines.release();
+      exchange.resume();
+    }
+  };
+  const off = call.flow.onChange(follow);
+  if (call.flow.paused) follow(true);
+  try {
+    exchange.relay((chunk) => {
       try {
         forward(parser.push(chunk));
       } catch (err) {
-        fail(err);
+        exchange.abort(err);
       }
     });
-    body.once('end', () => {
-      off();
-      try {
-        forward(parser.finish());
-        resolve(usage);
-      } catch (err) {
-        reject(err);
-      }
-    });
-    body.once('error', fail);
-    if (call.flow.paused) {
-      body.pause();
-      deadlines.hold();
-    }
-  });
+    await exchange.body;
+    forward(parser.finish());
+    return usage;
+  } finally {
+    off();
+  }
 }
