@@ -1,0 +1,87 @@
+// A/B: several gateway variants (builds, modes, flags, env) started side by side on CPU 1 and
+// loaded one at a time in interleaved rounds, so the noise of a shared machine falls on all of
+// them alike. Prints per variant the median (and best) req/s and CPU per request; the first
+// round is JIT warm-up and is dropped.
+//
+//   npm run build && taskset -c 0 node loadtest/ab.mjs '<variants JSON>'
+//   variants: [{ "name": "before", "cwd": "/tmp/before" }, { "name": "after" },
+//              { "name": "inline", "workers": "0" }, { "name": "no access log", "env": { "LOG_LEVEL": "warn" } },
+//              { "name": "flags", "flags": ["--single-threaded-gc"] }]
+//   ("cwd": another checkout, built, e.g. `git worktree add /tmp/before HEAD~1` + node_modules link + tsc)
+// Env: AB_ROUTE chat | stream | embeddings (default chat), AB_CONNECTIONS (64), AB_ROUNDS (8), AB_SECONDS (2).
+import { spawn, execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { request } from 'undici';
+import { run } from './load.mjs';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const variants = JSON.parse(process.argv[2] ?? '[{"name":"1 worker"},{"name":"inline","workers":"0"}]');
+const route = process.env.AB_ROUTE ?? 'chat';
+const connections = Number(process.env.AB_CONNECTIONS ?? 64);
+const rounds = Number(process.env.AB_ROUNDS ?? 8);
+const seconds = Number(process.env.AB_SECONDS ?? 2);
+const CLK_TCK = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100;
+const children = new Set();
+process.on('exit', () => { for (const c of children) c.kill('SIGKILL'); });
+
+const freePort = () => new Promise((resolve, reject) => {
+  const s = createServer();
+  s.once('error', reject);
+  s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
+});
+async function start(cpu, args, env, cwd, readyPath) {
+  const port = await freePort();
+  const child = spawn('taskset', ['-c', String(cpu), process.execPath, ...args(port)], { cwd, env: { ...process.env, ...env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'] });
+  children.add(child);
+  for (const t0 = Date.now(); Date.now() - t0 < 30_000; await new Promise((r) => setTimeout(r, 20))) {
+    if (child.exitCode !== null) throw new Error(`${args(port).join(' ')} exited ${child.exitCode}`);
+    try {
+      const res = await request(`http://127.0.0.1:${port}${readyPath}`);
+      await res.body.dump();
+      if (res.statusCode === 200) return { child, port };
+    } catch { /* not up yet */ }
+  }
+  throw new Error(`${args(port).join(' ')}: not ready after 30 s`);
+}
+const cpuMs = (pid) => {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return ((Number(f[11]) + Number(f[12])) * 1000) / CLK_TCK;
+};
+
+const upstream = await start(0, (port) => ['loadtest/upstream.mjs', String(port)], {}, root, '/v1/models');
+const config = join(mkdtempSync(join(tmpdir(), 'switchyard-ab-')), 'ab.yaml');
+const base = `http://127.0.0.1:${upstream.port}/v1`;
+writeFileSync(config, `model_list:\n  - model_name: bench-chat\n    params: { model: openai/bench-model, api_base: ${base}, api_key: k }\n  - model_name: bench-embed\n    params: { model: openai/bench-embed, api_base: ${base}, api_key: k }\n`);
+const gateways = [];
+for (const v of variants) {
+  const env = { GATEWAY_CONFIG: config, GATEWAY_API_KEY: 'ab-key', HOST: '127.0.0.1', GATEWAY_WORKERS: v.workers ?? '1', LOG_LEVEL: 'info', ...(v.env ?? {}) };
+  const g = await start(1, () => [...(v.flags ?? []), 'dist/src/main.js'], env, v.cwd ?? root, '/ready');
+  gateways.push({ v, ...g, rps: [], cpu: [], p50: [], p99: [] });
+}
+const chat = { model: 'bench-chat', messages: [{ role: 'user', content: 'Say hello to the benchmark.' }] };
+const load = {
+  chat: { path: '/v1/chat/completions', body: JSON.stringify(chat) },
+  stream: { path: '/v1/chat/completions', body: JSON.stringify({ ...chat, stream: true }) },
+  embeddings: { path: '/v1/embeddings', body: JSON.stringify({ model: 'bench-embed', input: Array.from({ length: 16 }, (_, i) => `input ${i}`) }) },
+}[route];
+for (let r = 0; r < rounds; r++) {
+  for (const g of gateways) {
+    const before = cpuMs(g.child.pid);
+    const res = await run({ url: `http://127.0.0.1:${g.port}`, ...load, headers: { authorization: 'Bearer ab-key' }, connections, durationMs: seconds * 1000, warmupMs: 300 });
+    g.rps.push(res.rps);
+    g.cpu.push(((cpuMs(g.child.pid) - before) * 1000) / res.total);
+    g.p50.push(res.p50 * 1000);
+    g.p99.push(res.p99 * 1000);
+  }
+}
+const kept = (a) => a.slice(1).sort((x, y) => x - y);
+const median = (a) => kept(a)[Math.floor(kept(a).length / 2)];
+console.log(`${route} at concurrency ${connections}, ${rounds - 1} rounds of ${seconds} s kept (median, best):`);
+for (const g of gateways) {
+  console.log(`${g.v.name.padEnd(24)} ${median(g.rps).toFixed(0).padStart(6)} req/s (best ${Math.max(...kept(g.rps)).toFixed(0)})  CPU ${median(g.cpu).toFixed(0)} µs/req (best ${Math.min(...kept(g.cpu)).toFixed(0)})  p50 ${median(g.p50).toFixed(0)} µs  p99 ${median(g.p99).toFixed(0)} µs`);
+}
+process.exit(0);

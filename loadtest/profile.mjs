@@ -1,0 +1,95 @@
+// npm run profile: where the gateway's CPU goes under load. Runs chat at concurrency 64 through
+// each Switchyard mode (1 worker thread, inline) under `node --cpu-prof`, pinned like the bench
+// (gateway on CPU 1, this load generator and the fake upstream on CPU 0), keeps only the samples
+// taken while the load ran, and writes per thread:
+//   loadtest/profiles/<mode>-<thread>.cpuprofile   open in Chrome DevTools (Performance) or speedscope
+//   loadtest/profiles/<mode>-<thread>.svg          a flame graph (width = CPU time, root at the bottom)
+//   loadtest/PROFILE.md                            CPU by package and the top functions, per thread
+// Env: PROFILE_SECONDS (default 5), PROFILE_CONNECTIONS (default 64).
+import { spawn, execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { run } from './load.mjs';
+import { flameGraphSvg, summarize, trimToWindow } from './profile-tree.mjs';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const seconds = Number(process.env.PROFILE_SECONDS ?? 5);
+const connections = Number(process.env.PROFILE_CONNECTIONS ?? 64);
+const outDir = join(root, 'loadtest/profiles');
+const hasTaskset = (() => { try { execFileSync('taskset', ['-V'], { stdio: 'ignore' }); return true; } catch { return false; } })();
+const pinned = (cpu, args) => (hasTaskset ? ['taskset', ['-c', String(cpu), process.execPath, ...args]] : [process.execPath, args]);
+const monotonicUs = () => Number(process.hrtime.bigint() / 1000n);
+const children = new Set();
+process.on('exit', () => { for (const c of children) c.kill('SIGKILL'); });
+
+function start(cpu, args, env, pattern) {
+  const [cmd, argv] = pinned(cpu, args);
+  const child = spawn(cmd, argv, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  children.add(child);
+  child.once('exit', () => children.delete(child));
+  return new Promise((resolve, reject) => {
+    let out = '';
+    const onData = (d) => {
+      out += d;
+      const m = pattern.exec(out);
+      if (!m) return;
+      child.stdout.off('data', onData);
+      child.stdout.resume(); // drained from here on, never kept (the access log)
+      resolve({ child, port: Number(m[1]) });
+    };
+    child.stdout.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`${args.join(' ')} exited ${code} before it listened`)));
+  });
+}
+
+const upstream = await start(0, ['loadtest/upstream.mjs', '0'], {}, /listening (\d+)/);
+const dir = mkdtempSync(join(tmpdir(), 'switchyard-profile-'));
+const config = join(dir, 'profile.yaml');
+writeFileSync(config, `model_list:\n  - model_name: bench-chat\n    params: { model: openai/bench-model, api_base: http://127.0.0.1:${upstream.port}/v1, api_key: upstream-key }\n`);
+const body = JSON.stringify({ model: 'bench-chat', messages: [{ role: 'user', content: 'Say hello to the benchmark.' }] });
+
+rmSync(outDir, { recursive: true, force: true });
+mkdirSync(outDir, { recursive: true });
+const report = [];
+for (const [mode, workers] of [['1-worker', '1'], ['inline', '0']]) {
+  const profDir = join(dir, mode);
+  const gateway = await start(1, ['--cpu-prof', `--cpu-prof-dir=${profDir}`, 'dist/src/main.js'], {
+    GATEWAY_CONFIG: config, GATEWAY_API_KEY: 'profile-key', HOST: '127.0.0.1', PORT: '0', GATEWAY_WORKERS: workers, LOG_LEVEL: 'info', GATEWAY_DRAIN_DELAY: '0',
+  }, /"port":(\d+)/);
+  const url = `http://127.0.0.1:${gateway.port}`;
+  // JIT warm-up outside the window.
+  await run({ url, path: '/v1/chat/completions', body, headers: { authorization: 'Bearer profile-key' }, connections, durationMs: 1000, warmupMs: 0 });
+  const from = monotonicUs();
+  const result = await run({ url, path: '/v1/chat/completions', body, headers: { authorization: 'Bearer profile-key' }, connections, durationMs: seconds * 1000, warmupMs: 0 });
+  const to = monotonicUs();
+  const exited = new Promise((r) => gateway.child.once('exit', r));
+  gateway.child.kill('SIGTERM'); // drains and exits 0: --cpu-prof writes a profile per thread
+  await exited;
+  const files = readdirSync(profDir).filter((f) => f.endsWith('.cpuprofile')).sort();
+  report.push(`## ${mode === 'inline' ? 'Inline (GATEWAY_WORKERS=0)' : 'One worker thread (GATEWAY_WORKERS=1)'}\n\n${Math.round(result.rps).toLocaleString('en-US')} req/s over ${seconds} s at concurrency ${connections}, ${result.errors} errors (under the profiler, which slows it).\n`);
+  for (const file of files) {
+    const profile = trimToWindow(JSON.parse(readFileSync(join(profDir, file), 'utf8')), from, to);
+    // The thread that ran the front is the one with uWS in it; a worker thread's profile has none.
+    const thread = files.length === 1 ? 'all' : JSON.stringify(profile).includes('dist/src/front/') ? 'front' : 'worker';
+    const name = `${mode}-${thread}`;
+    writeFileSync(join(outDir, `${name}.cpuprofile`), JSON.stringify(profile));
+    writeFileSync(join(outDir, `${name}.svg`), flameGraphSvg(profile, `Switchyard ${mode}, ${thread} thread: chat at concurrency ${connections}`));
+    report.push(`### ${thread === 'all' ? 'The one thread' : `The ${thread} thread`} (\`profiles/${name}.svg\`)\n\n${summarize(profile)}\n`);
+  }
+}
+upstream.child.kill();
+rmSync(dir, { recursive: true, force: true });
+
+writeFileSync(join(root, 'loadtest/PROFILE.md'), `# Where the CPU goes
+
+Latest \`npm run profile\` (${new Date().toISOString()}): chat at concurrency ${connections} for ${seconds} s after a 1 s
+warm-up, gateway under \`node --cpu-prof\` on CPU 1, load generator and fake upstream on CPU 0. Only
+samples taken during the measured window are kept. "Busy" leaves out idle time; a package's share
+includes the native calls it makes (socket writes, the parser), a function's is its own (self) time.
+Open a \`.cpuprofile\` in Chrome DevTools or speedscope, or an \`.svg\` in a browser (hover for names).
+
+${report.join('\n')}`);
+console.log(`wrote loadtest/PROFILE.md and loadtest/profiles/ (${readdirSync(outDir).length} files)`);
+process.exit(0);
