@@ -6,7 +6,7 @@
 //   npm run build && taskset -c 0 node loadtest/ab.mjs '<variants JSON>'
 //   variants: [{ "name": "before", "cwd": "/tmp/before" }, { "name": "after" },
 //              { "name": "inline", "workers": "0" }, { "name": "no access log", "env": { "LOG_LEVEL": "warn" } },
-//              { "name": "flags", "flags": ["--single-threaded-gc"] }]
+//              { "name": "flags", "flags": ["--single-threaded-gc"] } (default: npm start's, --max-semi-space-size=4), { "name": "direct", "direct": true }]
 //   ("cwd": another checkout, built, e.g. `git worktree add /tmp/before HEAD~1` + node_modules link + tsc)
 // Env: AB_ROUTE chat | stream | embeddings (default chat), AB_CONNECTIONS (64), AB_ROUNDS (8), AB_SECONDS (2).
 import { spawn, execFileSync } from 'node:child_process';
@@ -58,8 +58,13 @@ const base = `http://127.0.0.1:${upstream.port}/v1`;
 writeFileSync(config, `model_list:\n  - model_name: bench-chat\n    params: { model: openai/bench-model, api_base: ${base}, api_key: k }\n  - model_name: bench-embed\n    params: { model: openai/bench-embed, api_base: ${base}, api_key: k }\n`);
 const gateways = [];
 for (const v of variants) {
+  if (v.direct) {
+    // The fake upstream itself (it ignores the key and answers any model): the baseline for added latency.
+    gateways.push({ v, child: upstream.child, port: upstream.port, rps: [], cpu: [], p50: [], p99: [] });
+    continue;
+  }
   const env = { GATEWAY_CONFIG: config, GATEWAY_API_KEY: 'ab-key', HOST: '127.0.0.1', GATEWAY_WORKERS: v.workers ?? '1', LOG_LEVEL: 'info', ...(v.env ?? {}) };
-  const g = await start(1, () => [...(v.flags ?? []), 'dist/src/main.js'], env, v.cwd ?? root, '/ready');
+  const g = await start(1, () => [...(v.flags ?? ['--max-semi-space-size=4']), 'dist/src/main.js'], env, v.cwd ?? root, '/ready');
   gateways.push({ v, ...g, rps: [], cpu: [], p50: [], p99: [] });
 }
 const chat = { model: 'bench-chat', messages: [{ role: 'user', content: 'Say hello to the benchmark.' }] };

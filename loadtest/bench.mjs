@@ -170,10 +170,12 @@ writeFileSync(config, `model_list:
   - model_name: bench-slow
     params: { model: openai/bench-slow, api_base: ${upstreamBase}/slow/v1, api_key: upstream-key }
 `);
+// The gateway as npm start and the Dockerfile's CMD run it.
+const START_ARGS = ['--max-semi-space-size=4', 'dist/src/main.js'];
 const gatewayEnv = (workers, port) => ({ GATEWAY_CONFIG: config, GATEWAY_API_KEY: KEY, PORT: String(port), HOST: '127.0.0.1', GATEWAY_WORKERS: workers, LOG_LEVEL: 'info' });
 const servers = {
-  '1 worker': (port) => ({ name: '1 worker', cpu: GATEWAY_CPU, args: ['dist/src/main.js'], env: gatewayEnv('1', port), port, readyPath: '/ready' }),
-  inline: (port) => ({ name: 'inline', cpu: GATEWAY_CPU, args: ['dist/src/main.js'], env: gatewayEnv('0', port), port, readyPath: '/ready' }),
+  '1 worker': (port) => ({ name: '1 worker', cpu: GATEWAY_CPU, args: START_ARGS, env: gatewayEnv('1', port), port, readyPath: '/ready' }),
+  inline: (port) => ({ name: 'inline', cpu: GATEWAY_CPU, args: START_ARGS, env: gatewayEnv('0', port), port, readyPath: '/ready' }),
 };
 // Portkey has no readiness route: its first 200 on GET / ("AI Gateway says hey!") stands for it.
 if (portkey.script) servers.portkey = (port) => ({ name: 'portkey', cpu: GATEWAY_CPU, args: [portkey.script, `--port=${port}`, '--headless'], env: { NODE_ENV: 'production' }, port, readyPath: '/', cwd: portkey.dir });
@@ -453,8 +455,8 @@ npm run bench                  # = npm run --silent build && taskset -c ${LOAD_C
 # env: BENCH_SECONDS=${seconds} BENCH_REPEATS=${repeats} BENCH_SLOW_STREAMS=${slowRequested} BENCH_SLOW_REPEATS=${slowRepeats} BENCH_SLOW_CHUNKS=${slowChunks} BENCH_SLOW_INTERVAL_MS=${slowInterval} PORTKEY_DIR=${portkey.dir ?? '/tmp/portkey'}
 # what it starts (ports are picked free):
 taskset -c ${LOAD_CPU} node loadtest/upstream.mjs <port>               # SLOW_CHUNKS=${slowChunks} SLOW_INTERVAL_MS=${slowInterval}
-GATEWAY_CONFIG=<tmp>/bench.yaml GATEWAY_API_KEY=${KEY} HOST=127.0.0.1 PORT=<port> LOG_LEVEL=info GATEWAY_WORKERS=1 taskset -c ${GATEWAY_CPU} node dist/src/main.js
-GATEWAY_CONFIG=<tmp>/bench.yaml GATEWAY_API_KEY=${KEY} HOST=127.0.0.1 PORT=<port> LOG_LEVEL=info GATEWAY_WORKERS=0 taskset -c ${GATEWAY_CPU} node dist/src/main.js
+GATEWAY_CONFIG=<tmp>/bench.yaml GATEWAY_API_KEY=${KEY} HOST=127.0.0.1 PORT=<port> LOG_LEVEL=info GATEWAY_WORKERS=1 taskset -c ${GATEWAY_CPU} node --max-semi-space-size=4 dist/src/main.js
+GATEWAY_CONFIG=<tmp>/bench.yaml GATEWAY_API_KEY=${KEY} HOST=127.0.0.1 PORT=<port> LOG_LEVEL=info GATEWAY_WORKERS=0 taskset -c ${GATEWAY_CPU} node --max-semi-space-size=4 dist/src/main.js
 ${portkey.script ? `NODE_ENV=production taskset -c ${GATEWAY_CPU} node ${portkey.script} --port=<port> --headless` : '# Portkey: not installed, not run'}
 \`\`\`
 

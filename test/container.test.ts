@@ -334,6 +334,15 @@ describe('the Dockerfile', () => {
     expect(startCommand(FINAL)[0]).toBe('node');
   });
 
+  it('runs node with the same flags as npm start and the bench, so the measured memory is what ships', () => {
+    const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+    const npmStart = /node (.*dist\/src\/main\.js)$/.exec(pkg.scripts.start ?? '')?.[1]?.split(' ');
+    expect(startCommand(FINAL).slice(1)).toEqual(npmStart);
+    expect(startCommand(FINAL)).toContain('--max-semi-space-size=4');
+    const bench = readFileSync(join(ROOT, 'loadtest/bench.mjs'), 'utf8');
+    expect(bench).toContain(`const START_ARGS = ${JSON.stringify(npmStart).replaceAll('"', "'").replaceAll(',', ', ')};`);
+  });
+
   it('has a HEALTHCHECK on /health/live run by node (no curl or wget in the slim image), with a timeout', () => {
     const hc = last(FINAL, 'HEALTHCHECK');
     expect(hc, 'the final stage has a HEALTHCHECK').not.toBeNull();
