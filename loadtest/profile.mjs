@@ -5,7 +5,8 @@
 //   loadtest/profiles/<mode>-<thread>.cpuprofile   open in Chrome DevTools (Performance) or speedscope
 //   loadtest/profiles/<mode>-<thread>.svg          a flame graph (width = CPU time, root at the bottom)
 //   loadtest/PROFILE.md                            CPU by package and the top functions, per thread
-// Env: PROFILE_SECONDS (default 5), PROFILE_CONNECTIONS (default 64).
+// Env: PROFILE_SECONDS (default 5), PROFILE_CONNECTIONS (default 64), PROFILE_STREAM=1 (streams of 20 chunks
+// instead of whole answers; writes to /tmp/switchyard-profile-stream/ so the committed chat profile stays).
 import { spawn, execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -17,7 +18,9 @@ import { flameGraphSvg, summarize, trimToWindow } from './profile-tree.mjs';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const seconds = Number(process.env.PROFILE_SECONDS ?? 5);
 const connections = Number(process.env.PROFILE_CONNECTIONS ?? 64);
-const outDir = join(root, 'loadtest/profiles');
+const streaming = process.env.PROFILE_STREAM === '1';
+const outDir = streaming ? '/tmp/switchyard-profile-stream/profiles' : join(root, 'loadtest/profiles');
+const reportFile = streaming ? '/tmp/switchyard-profile-stream/PROFILE.md' : join(root, 'loadtest/PROFILE.md');
 const hasTaskset = (() => { try { execFileSync('taskset', ['-V'], { stdio: 'ignore' }); return true; } catch { return false; } })();
 const pinned = (cpu, args) => (hasTaskset ? ['taskset', ['-c', String(cpu), process.execPath, ...args]] : [process.execPath, args]);
 const monotonicUs = () => Number(process.hrtime.bigint() / 1000n);
@@ -48,7 +51,7 @@ const upstream = await start(0, ['loadtest/upstream.mjs', '0'], {}, /listening (
 const dir = mkdtempSync(join(tmpdir(), 'switchyard-profile-'));
 const config = join(dir, 'profile.yaml');
 writeFileSync(config, `model_list:\n  - model_name: bench-chat\n    params: { model: openai/bench-model, api_base: http://127.0.0.1:${upstream.port}/v1, api_key: upstream-key }\n`);
-const body = JSON.stringify({ model: 'bench-chat', messages: [{ role: 'user', content: 'Say hello to the benchmark.' }] });
+const body = JSON.stringify({ model: 'bench-chat', stream: streaming, messages: [{ role: 'user', content: 'Say hello to the benchmark.' }] });
 
 rmSync(outDir, { recursive: true, force: true });
 mkdirSync(outDir, { recursive: true });
@@ -82,14 +85,14 @@ for (const [mode, workers] of [['1-worker', '1'], ['inline', '0']]) {
 upstream.child.kill();
 rmSync(dir, { recursive: true, force: true });
 
-writeFileSync(join(root, 'loadtest/PROFILE.md'), `# Where the CPU goes
+writeFileSync(reportFile, `# Where the CPU goes
 
-Latest \`npm run profile\` (${new Date().toISOString()}): chat at concurrency ${connections} for ${seconds} s after a 1 s
+Latest \`npm run profile\` (${new Date().toISOString()}): ${streaming ? 'streamed chat (20 chunks)' : 'chat'} at concurrency ${connections} for ${seconds} s after a 1 s
 warm-up, gateway under \`node --cpu-prof\` on CPU 1, load generator and fake upstream on CPU 0. Only
 samples taken during the measured window are kept. "Busy" leaves out idle time; a package's share
 includes the native calls it makes (socket writes, the parser), a function's is its own (self) time.
 Open a \`.cpuprofile\` in Chrome DevTools or speedscope, or an \`.svg\` in a browser (hover for names).
 
 ${report.join('\n')}`);
-console.log(`wrote loadtest/PROFILE.md and loadtest/profiles/ (${readdirSync(outDir).length} files)`);
+console.log(`wrote ${reportFile} and ${outDir}/ (${readdirSync(outDir).length} files)`);
 process.exit(0);
