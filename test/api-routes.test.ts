@@ -12,8 +12,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROUTES, methodsByPath, type RouteSpec } from '../src/front/routes.js';
 import { VERSION } from '../src/version.js';
-import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
-import { startTestGateway, TEST_KEY, UPSTREAM_KEY, type TestGateway } from './support/gateway.js';
+import { startTestGateway, TEST_KEY, UPSTREAM_KEY, useGatewayWithUpstream, type TestGateway } from './support/gateway.js';
 
 // ───────────────────────── helpers ─────────────────────────
 
@@ -147,18 +146,7 @@ async function waitUntil(pred: () => boolean, timeoutMs = 2000): Promise<void> {
 
 // ───────────────────────── the shared gateway ─────────────────────────
 
-let upstream: FakeUpstream;
-let gw: TestGateway;
-
-beforeAll(async () => {
-  upstream = await startFakeUpstream();
-  gw = await startTestGateway({ upstream });
-});
-
-afterAll(async () => {
-  await gw?.close();
-  await upstream?.close();
-});
+const { gw, upstream } = useGatewayWithUpstream();
 
 // ───────────────────────── 1. auth ─────────────────────────
 

@@ -16,7 +16,7 @@ import { Health } from '../src/health/types.ts';
 import { credentialsCheck, eventLoopCheck, upstreamChecks, workerPoolCheck } from '../src/supervisor/gateway-checks.ts';
 import type { WorkerPool } from '../src/supervisor/worker-pool.ts';
 import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
-import { TEST_KEY, UPSTREAM_KEY, defaultYaml, startTestGateway, type TestGateway } from './support/gateway.js';
+import { TEST_KEY, UPSTREAM_KEY, defaultYaml, startTestGateway, type TestGateway, useGatewayWithUpstream } from './support/gateway.js';
 
 interface CheckJson {
   name: string;
@@ -100,16 +100,9 @@ async function closedPort(): Promise<number> {
 }
 
 describe('GET /health and GET /ready: default test config plus one upstream origin', () => {
-  let upstream: FakeUpstream;
-  let gw: TestGateway;
-  beforeAll(async () => {
-    upstream = await startFakeUpstream();
+  const { gw, upstream } = useGatewayWithUpstream((upstream) => {
     // cache_ttl 0: every probe runs the checks, so each test sees its own upstream behaviour.
-    gw = await startTestGateway({ upstream, yaml: `${defaultYaml(upstream)}\nhealth: { cache_ttl: 0 }\n` });
-  });
-  afterAll(async () => {
-    await gw.close();
-    await upstream.close();
+    return { yaml: `${defaultYaml(upstream)}\nhealth: { cache_ttl: 0 }\n` };
   });
   afterEach(() => {
     upstream.reset();

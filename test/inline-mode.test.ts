@@ -2,21 +2,11 @@
  * GATEWAY_WORKERS=0: one worker session on the front thread, same protocol
  * over an in-thread channel. Everything a worker thread does still works.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
-import { startTestGateway, type TestGateway } from './support/gateway.js';
+import { describe, expect, it } from 'vitest';
+import { useGatewayWithUpstream } from './support/gateway.js';
 
 describe('inline mode (GATEWAY_WORKERS=0)', () => {
-  let upstream: FakeUpstream;
-  let gw: TestGateway;
-  beforeAll(async () => {
-    upstream = await startFakeUpstream();
-    gw = await startTestGateway({ upstream, workers: 0 });
-  });
-  afterAll(async () => {
-    await gw.close();
-    await upstream.close();
-  });
+  const { gw, upstream } = useGatewayWithUpstream(() => ({ workers: 0 }));
 
   it('serves chat, streams and embeddings without worker threads', async () => {
     const client = gw.client();

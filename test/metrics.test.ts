@@ -10,10 +10,10 @@
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import { getMetricsFromIterator, type PromData, type PromHistogramData, type PromMetrics } from 'prom2javascript';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { Health } from '../src/health/types.js';
-import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
-import { startTestGateway, TEST_KEY, UPSTREAM_KEY, type TestGateway } from './support/gateway.js';
+import type { FakeUpstream } from './support/fake-upstream.js';
+import { TEST_KEY, UPSTREAM_KEY, useGatewayWithUpstream } from './support/gateway.js';
 
 const CHAT = '/v1/chat/completions';
 const EMBED = '/v1/embeddings';
@@ -27,18 +27,7 @@ interface Scrape {
   readonly m: PromMetrics;
 }
 
-let upstream: FakeUpstream;
-let gw: TestGateway;
-
-beforeAll(async () => {
-  upstream = await startFakeUpstream();
-  gw = await startTestGateway({ upstream, env: { GATEWAY_MAX_BODY_BYTES: String(MAX_BODY) } });
-});
-
-afterAll(async () => {
-  await gw?.close();
-  await upstream?.close();
-});
+const { gw, upstream } = useGatewayWithUpstream(() => ({ env: { GATEWAY_MAX_BODY_BYTES: String(MAX_BODY) } }));
 
 // ───────────────────────── helpers ─────────────────────────
 

@@ -9,7 +9,7 @@ import net from 'node:net';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
-import { TEST_KEY, UPSTREAM_KEY, startTestGateway, type TestGateway } from './support/gateway.js';
+import { TEST_KEY, UPSTREAM_KEY, startTestGateway, useGatewayWithUpstream, type TestGateway } from './support/gateway.js';
 
 // ---- helpers ---------------------------------------------------------------
 
@@ -102,17 +102,7 @@ function upstreamYamlEntry(name: string, upstreamUrl: string, extra = ''): strin
 // ---- the default config: forwarding, routing, validation, 4xx -------------
 
 describe('proxy: forwarding, routing and validation (default config)', () => {
-  let upstream: FakeUpstream;
-  let gw: TestGateway;
-  beforeAll(async () => {
-    upstream = await startFakeUpstream();
-    gw = await startTestGateway({ upstream });
-  });
-  afterAll(async () => {
-    await gw?.close();
-    await upstream?.close();
-  });
-  beforeEach(() => upstream.reset());
+  const { gw, upstream } = useGatewayWithUpstream();
 
   it('1. chat (non-streamed, SDK) to up-chat returns the provider answer and forwards the body with only model rewritten', async () => {
     const unicode = 'Grüße, 世界! 👋🏽 e\u0301 \u2028 "quoted" \\ back';
@@ -305,17 +295,7 @@ describe('proxy: forwarding, routing and validation (default config)', () => {
 // ---- request body limit -----------------------------------------------------
 
 describe('proxy: request body limit (GATEWAY_MAX_BODY_BYTES=1024)', () => {
-  let upstream: FakeUpstream;
-  let gw: TestGateway;
-  beforeAll(async () => {
-    upstream = await startFakeUpstream();
-    gw = await startTestGateway({ upstream, env: { GATEWAY_MAX_BODY_BYTES: '1024' } });
-  });
-  afterAll(async () => {
-    await gw?.close();
-    await upstream?.close();
-  });
-  beforeEach(() => upstream.reset());
+  const { gw, upstream } = useGatewayWithUpstream(() => ({ env: { GATEWAY_MAX_BODY_BYTES: '1024' } }));
 
   it('5. 413 body_too_large over the limit (Content-Length and chunked); bodies up to the limit pass', async () => {
     // Just under and exactly at the limit: forwarded.

@@ -1,18 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
-import { startTestGateway, type TestGateway } from './support/gateway.js';
+import { describe, expect, it } from 'vitest';
+import { useGatewayWithUpstream } from './support/gateway.js';
 
 describe('smoke: the openai SDK through the gateway', () => {
-  let upstream: FakeUpstream;
-  let gw: TestGateway;
-  beforeAll(async () => {
-    upstream = await startFakeUpstream();
-    gw = await startTestGateway({ upstream });
-  });
-  afterAll(async () => {
-    await gw.close();
-    await upstream.close();
-  });
+  const { gw, upstream } = useGatewayWithUpstream();
 
   it('chat through an upstream alias rewrites model and returns the provider answer', async () => {
     const out = await gw.client().chat.completions.create({ model: 'up-chat', messages: [{ role: 'user', content: 'hi there' }] });

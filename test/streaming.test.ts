@@ -6,9 +6,8 @@
 import http from 'node:http';
 import type { IncomingHttpHeaders } from 'node:http';
 import OpenAI from 'openai';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
-import { defaultYaml, startTestGateway, type TestGateway } from './support/gateway.js';
+import { afterEach, describe, expect, it } from 'vitest';
+import { defaultYaml, type TestGateway, useGatewayWithUpstream } from './support/gateway.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -144,17 +143,7 @@ function expectSingleErrorEvent(r: RawResult): ErrorEvent['error'] {
 }
 
 describe('streaming through the gateway', () => {
-  let upstream: FakeUpstream;
-  let gw: TestGateway;
-  beforeAll(async () => {
-    upstream = await startFakeUpstream();
-    gw = await startTestGateway({ upstream });
-  });
-  afterAll(async () => {
-    await gw?.close();
-    await upstream?.close();
-  });
-  beforeEach(() => upstream.reset());
+  const { gw, upstream } = useGatewayWithUpstream();
   afterEach(async () => {
     // Nothing left behind: no upstream request open, no call in flight in the pool.
     await upstream.waitFor(() => upstream.openRequests() === 0, 3000);
@@ -373,17 +362,7 @@ describe('streaming through the gateway', () => {
 });
 
 describe('stream keep-alive comments (server.stream_keepalive_interval: 0.1)', () => {
-  let upstream: FakeUpstream;
-  let gw: TestGateway;
-  beforeAll(async () => {
-    upstream = await startFakeUpstream();
-    gw = await startTestGateway({ upstream, yaml: `${defaultYaml(upstream)}\nserver:\n  stream_keepalive_interval: 0.1\n` });
-  });
-  afterAll(async () => {
-    await gw?.close();
-    await upstream?.close();
-  });
-  beforeEach(() => upstream.reset());
+  const { gw, upstream } = useGatewayWithUpstream((upstream) => ({ yaml: `${defaultYaml(upstream)}\nserver:\n  stream_keepalive_interval: 0.1\n` }));
 
   it('sends ": keepalive" comments every ~0.1 s while no chunk flows, and the stream still parses', async () => {
     expect(gw.config.streamKeepaliveMs).toBe(100);
@@ -429,17 +408,7 @@ describe('stream keep-alive comments (server.stream_keepalive_interval: 0.1)', (
 });
 
 describe('backpressure and cancellation', () => {
-  let upstream: FakeUpstream;
-  let gw: TestGateway;
-  beforeAll(async () => {
-    upstream = await startFakeUpstream();
-    gw = await startTestGateway({ upstream });
-  });
-  afterAll(async () => {
-    await gw?.close();
-    await upstream?.close();
-  });
-  beforeEach(() => upstream.reset());
+  const { gw, upstream } = useGatewayWithUpstream();
 
   const stats = () => gw.gateway.context.pool.stats();
 

@@ -4,11 +4,11 @@
  */
 import { Writable } from 'node:stream';
 import OpenAI from 'openai';
-import { expect } from 'vitest';
+import { afterAll, beforeAll, beforeEach, expect } from 'vitest';
 import { parseConfig, type GatewayConfig } from '../../src/config/load.js';
 import { startGateway, type Gateway } from '../../src/gateway.js';
 import { createLogger } from '../../src/logging.js';
-import type { FakeUpstream } from './fake-upstream.js';
+import { startFakeUpstream, type FakeUpstream } from './fake-upstream.js';
 
 export const TEST_KEY = 'sk-gateway-test-key-0123456789';
 export const UPSTREAM_KEY = 'sk-upstream-secret-abcdef';
@@ -56,7 +56,14 @@ ${rules}
 `;
 }
 
-export async function startTestGateway(options: { yaml?: string; upstream?: FakeUpstream; env?: Record<string, string>; workers?: number } = {}): Promise<TestGateway> {
+export interface TestGatewayOptions {
+  yaml?: string;
+  upstream?: FakeUpstream;
+  env?: Record<string, string>;
+  workers?: number;
+}
+
+export async function startTestGateway(options: TestGatewayOptions = {}): Promise<TestGateway> {
   const yaml = options.yaml ?? defaultYaml(options.upstream);
   const env = { GATEWAY_API_KEY: TEST_KEY, HOST: '127.0.0.1', PORT: '0', GATEWAY_WORKERS: String(options.workers ?? 2), LOG_LEVEL: 'info', ...options.env };
   const config = parseConfig(yaml, 'test-config.yaml', env);
@@ -106,4 +113,46 @@ export async function expectNoKeyLeak(gw: TestGateway, keys: readonly string[] =
       expect(all.includes(form), `${form} leaked`).toBe(false);
     }
   }
+}
+
+/**
+ * A fake upstream and a gateway in front of it, for the enclosing `describe`
+ * (or file): both start before its first test and close after its last, and
+ * the upstream's record is reset before each test. `options` builds the
+ * gateway's options from the upstream (for configs that name its URL).
+ *
+ * The two values are stand-ins until `beforeAll` has run (a Proxy that
+ * forwards to the real object), so a block can destructure them once:
+ * `const { gw, upstream } = useGatewayWithUpstream();`
+ */
+export function useGatewayWithUpstream(
+  options: (upstream: FakeUpstream) => TestGatewayOptions | Promise<TestGatewayOptions> = () => ({}),
+): { readonly gw: TestGateway; readonly upstream: FakeUpstream } {
+  const started: { gw?: TestGateway; upstream?: FakeUpstream } = {};
+  beforeAll(async () => {
+    started.upstream = await startFakeUpstream();
+    started.gw = await startTestGateway({ ...(await options(started.upstream)), upstream: started.upstream });
+  });
+  afterAll(async () => {
+    await started.gw?.close();
+    await started.upstream?.close();
+  });
+  beforeEach(() => started.upstream?.reset());
+  return { gw: standIn(() => started.gw, 'gw'), upstream: standIn(() => started.upstream, 'upstream') };
+}
+
+function standIn<T extends object>(current: () => T | undefined, name: string): T {
+  const target = (): T => {
+    const value = current();
+    if (value === undefined) throw new Error(`useGatewayWithUpstream: ${name} is used before beforeAll started it`);
+    return value;
+  };
+  return new Proxy({} as T, {
+    get(_, property) {
+      const real = target();
+      const value: unknown = Reflect.get(real, property, real);
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(real) : value;
+    },
+    has: (_, property) => Reflect.has(target(), property),
+  });
 }
