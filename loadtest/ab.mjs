@@ -6,6 +6,7 @@
 //   npm run build && taskset -c 0 node loadtest/ab.mjs '<variants JSON>'
 //   variants: [{ "name": "before", "cwd": "/tmp/before" }, { "name": "after" },
 //              { "name": "inline", "workers": "0" }, { "name": "no access log", "env": { "LOG_LEVEL": "warn" } },
+//              { "name": "access log to a pipe this process drains", "stdout": "pipe" },
 //              { "name": "flags", "flags": ["--single-threaded-gc"] } (default: npm start's, --max-semi-space-size=4), { "name": "direct", "direct": true }]
 //   ("cwd": another checkout, built, e.g. `git worktree add /tmp/before HEAD~1` + node_modules link + tsc)
 // Env: AB_ROUTE chat | stream | embeddings (default chat), AB_CONNECTIONS (64), AB_ROUNDS (8), AB_SECONDS (2).
@@ -33,10 +34,11 @@ const freePort = () => new Promise((resolve, reject) => {
   s.once('error', reject);
   s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
 });
-async function start(cpu, args, env, cwd, readyPath) {
+async function start(cpu, args, env, cwd, readyPath, stdout = 'ignore') {
   const port = await freePort();
-  const child = spawn('taskset', ['-c', String(cpu), process.execPath, ...args(port)], { cwd, env: { ...process.env, ...env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'] });
+  const child = spawn('taskset', ['-c', String(cpu), process.execPath, ...args(port)], { cwd, env: { ...process.env, ...env, PORT: String(port) }, stdio: ['ignore', stdout, 'inherit'] });
   children.add(child);
+  child.stdout?.resume(); // "stdout": "pipe": drained by this process, as the bench does
   for (const t0 = Date.now(); Date.now() - t0 < 30_000; await new Promise((r) => setTimeout(r, 20))) {
     if (child.exitCode !== null) throw new Error(`${args(port).join(' ')} exited ${child.exitCode}`);
     try {
@@ -64,7 +66,7 @@ for (const v of variants) {
     continue;
   }
   const env = { GATEWAY_CONFIG: config, GATEWAY_API_KEY: 'ab-key', HOST: '127.0.0.1', GATEWAY_WORKERS: v.workers ?? '1', LOG_LEVEL: 'info', ...(v.env ?? {}) };
-  const g = await start(1, () => [...(v.flags ?? ['--max-semi-space-size=4']), 'dist/src/main.js'], env, v.cwd ?? root, '/ready');
+  const g = await start(1, () => [...(v.flags ?? ['--max-semi-space-size=4']), 'dist/src/main.js'], env, v.cwd ?? root, '/ready', v.stdout);
   gateways.push({ v, ...g, rps: [], cpu: [], p50: [], p99: [] });
 }
 const chat = { model: 'bench-chat', messages: [{ role: 'user', content: 'Say hello to the benchmark.' }] };
