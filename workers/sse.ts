@@ -3,10 +3,28 @@
  * `data` of each complete event and refuses what is not SSE: a line that is
  * no field (no `data:` prefix), or an event that grows past the limit
  * without ending.
+ *
+ * It also tells when a chunk can be relayed byte for byte: providers write
+ * whole events in the canonical form `data: <one line>\n\n`, and then
+ * re-serialising the events would only rebuild the same bytes (a string
+ * concatenation and a UTF-8 encode per chunk, on every stream's hot path).
  */
 import { GatewayError } from '../src/errors.js';
 
 const FIELDS = new Set(['data', 'event', 'id', 'retry']);
+const LF = 0x0a;
+
+/** What one chunk completed. */
+export interface SseBatch {
+  /** The `data` of every event the chunk completed (`[DONE]` included), in order. */
+  readonly events: string[];
+  /**
+   * The chunk is exactly `serializeEvents(events)`: it carries no part of
+   * an event before or after them, no other field, no comment, no CR and
+   * no invalid UTF-8, so it can be relayed as it is.
+   */
+  readonly verbatim: boolean;
+}
 
 export class SseParser {
   readonly #decoder = new TextDecoder('utf-8');
@@ -14,30 +32,49 @@ export class SseParser {
   #buffer = '';
   /** A trailing `\r` held back: the `\n` of a CRLF may arrive in the next chunk. */
   #heldCr = false;
+  /** The bytes so far ended on an event boundary: nothing is carried into the next chunk. */
+  #atBoundary = true;
+  /** No byte has arrived yet: the decoder drops a leading byte order mark, so that chunk is not verbatim. */
+  #fresh = true;
 
   constructor(maxEventBytes: number) {
     this.#maxEventChars = maxEventBytes;
   }
 
-  /** Feeds bytes; returns the data of every event completed by them (`[DONE]` included). */
-  push(chunk: Uint8Array): string[] {
+  /** Feeds bytes; returns the events completed by them. */
+  push(chunk: Uint8Array): SseBatch {
+    const n = chunk.length;
+    const startedAtBoundary = this.#atBoundary && !(this.#fresh && n >= 3 && chunk[0] === 0xef && chunk[1] === 0xbb && chunk[2] === 0xbf);
+    if (n > 0) this.#fresh = false;
+    // Byte-wise, so a UTF-8 sequence split after the chunk's last event cannot pass for a boundary.
+    this.#atBoundary = n >= 2 ? chunk[n - 1] === LF && chunk[n - 2] === LF : startedAtBoundary && n === 0;
     let text = this.#decoder.decode(chunk, { stream: true });
+    // U+FFFD: invalid UTF-8 was replaced, so the bytes differ from what re-encoding would give.
+    let verbatim = startedAtBoundary && this.#atBoundary && !text.includes('\r') && !text.includes('\uFFFD');
     if (this.#heldCr) text = `\r${text}`;
     this.#heldCr = text.endsWith('\r');
     if (this.#heldCr) text = text.slice(0, -1);
-    this.#buffer += text.includes('\r') ? text.replace(/\r\n?/g, '\n') : text;
+    if (text.includes('\r')) text = text.replace(/\r\n?/g, '\n');
+    const buffer = this.#buffer.length === 0 ? text : this.#buffer + text;
     const events: string[] = [];
+    let start = 0;
     let boundary: number;
-    while ((boundary = this.#buffer.indexOf('\n\n')) !== -1) {
-      const raw = this.#buffer.slice(0, boundary);
-      this.#buffer = this.#buffer.slice(boundary + 2);
-      const data = parseEvent(raw);
-      if (data !== null) events.push(data);
+    while ((boundary = buffer.indexOf('\n\n', start)) !== -1) {
+      // The canonical event, one `data: ` line, is taken without splitting it into lines.
+      if (buffer.startsWith('data: ', start) && buffer.indexOf('\n', start) === boundary) {
+        events.push(buffer.slice(start + 6, boundary));
+      } else {
+        verbatim = false;
+        const data = parseEvent(buffer.slice(start, boundary));
+        if (data !== null) events.push(data);
+      }
+      start = boundary + 2;
     }
+    this.#buffer = start === 0 ? buffer : buffer.slice(start);
     if (this.#buffer.length > this.#maxEventChars) {
       throw new GatewayError('upstream_response_too_large', 'a provider stream event exceeds the configured limit');
     }
-    return events;
+    return { events, verbatim: verbatim && events.length > 0 };
   }
 
   /** Whatever is left when the upstream ends; a last event without its blank line is still an event. */
@@ -48,6 +85,16 @@ export class SseParser {
     const data = parseEvent(rest);
     return data === null ? [] : [data];
   }
+}
+
+/**
+ * Events in the canonical form. A multi-line `data` gets one `data:` line
+ * per line, so a client's parser joins them back to the same value.
+ */
+export function serializeEvents(events: readonly string[]): string {
+  let out = '';
+  for (const data of events) out += `data: ${data.includes('\n') ? data.replaceAll('\n', '\ndata: ') : data}\n\n`;
+  return out;
 }
 
 /** The joined `data` lines of one event, or null for an event with none (comments, keep-alives). */

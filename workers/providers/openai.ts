@@ -10,7 +10,7 @@ import { VERSION } from '../../src/version.js';
 import { allowlistedHeaders } from '../rate-limit-headers.js';
 import { checkCompatible, looksLikeJson, usageOf } from '../response-body.js';
 import { Deadlines } from '../deadlines.js';
-import { SseParser } from '../sse.js';
+import { SseParser, serializeEvents } from '../sse.js';
 import { toUpstreamError, upstreamExchange, UpstreamExchange, type UpstreamHead } from '../upstream-http.js';
 import type { ProviderAdapter, ProviderCall, ResponseSink } from './adapter.js';
 
@@ -82,27 +82,31 @@ const encoder = new TextEncoder();
 
 /**
  * Relays SSE events as they arrive: each upstream chunk's complete events
- * become one data frame. Pausing the flow pauses the upstream read.
+ * become one data frame, the chunk itself when it is already canonical.
+ * Every event's data must be JSON (or `[DONE]`). Pausing the flow pauses
+ * the upstream read.
  */
 async function relayEvents(exchange: UpstreamExchange, call: ProviderCall, sink: ResponseSink, deadlines: Deadlines): Promise<Usage | null> {
   const parser = new SseParser(Math.min(MAX_EVENT_BYTES, call.maxResponseBytes));
   let usage: Usage | null = null;
-  const forward = (events: string[]) => {
-    if (events.length === 0) return;
-    let out = '';
+  const check = (events: readonly string[]) => {
     for (const data of events) {
-      if (data !== '[DONE]') {
-        let json: unknown;
-        try {
-          json = JSON.parse(data);
-        } catch {
-          throw new GatewayError('upstream_invalid_response', 'the provider stream carried an event whose data is not JSON');
-        }
-        usage = usageOf(json) ?? usage;
+      if (data === '[DONE]') continue;
+      let json: unknown;
+      try {
+        json = JSON.parse(data);
+      } catch {
+        throw new GatewayError('upstream_invalid_response', 'the provider stream carried an event whose data is not JSON');
       }
-      out += `data: ${data}\n\n`;
+      usage = usageOf(json) ?? usage;
     }
-    sink.data(encoder.encode(out));
+  };
+  const forward = (chunk: Uint8Array) => {
+    const { events, verbatim } = parser.push(chunk);
+    if (events.length === 0) return;
+    check(events);
+    // A copy of the chunk: the sink takes ownership of what it is given, and undici's read buffer is not ours to give.
+    sink.data(verbatim ? new Uint8Array(chunk) : encoder.encode(serializeEvents(events)));
   };
   const follow = (paused: boolean) => {
     if (paused) {
@@ -118,13 +122,17 @@ async function relayEvents(exchange: UpstreamExchange, call: ProviderCall, sink:
   try {
     exchange.relay((chunk) => {
       try {
-        forward(parser.push(chunk));
+        forward(chunk);
       } catch (err) {
         exchange.abort(err);
       }
     });
     await exchange.body;
-    forward(parser.finish());
+    const last = parser.finish();
+    if (last.length > 0) {
+      check(last);
+      sink.data(encoder.encode(serializeEvents(last)));
+    }
     return usage;
   } finally {
     off();

@@ -1,0 +1,104 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { SseParser, serializeEvents, type SseBatch } from './sse.js';
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/** One line of an event's data: any well-formed text without a line break. */
+const line = fc.string({ unit: 'binary', maxLength: 12 }).filter((s) => !/[\r\n]|\p{Cs}/u.test(s));
+
+/** An event as a provider may write it: the data lines, and how they are spelled. */
+const event = fc.record({
+  lines: fc.array(line, { minLength: 1, maxLength: 3 }),
+  noSpace: fc.boolean(),
+  crlf: fc.boolean(),
+  comment: fc.boolean(),
+  field: fc.boolean(),
+});
+type Event = typeof event extends fc.Arbitrary<infer T> ? T : never;
+
+const dataOf = (e: Event) => e.lines.join('\n');
+
+function spell(e: Event): string {
+  const eol = e.crlf ? '\r\n' : '\n';
+  let out = e.comment ? `: ping${eol}` : '';
+  if (e.field) out += `event: message${eol}`;
+  // `data:x` is only the same as `data: x` when x does not itself start with a space.
+  for (const l of e.lines) out += e.noSpace && !l.startsWith(' ') ? `data:${l}${eol}` : `data: ${l}${eol}`;
+  return out + eol;
+}
+
+/** Splits bytes at the given cut points (any byte, inside a UTF-8 sequence or a CRLF included). */
+function split(bytes: Uint8Array, cuts: number[]): Uint8Array[] {
+  const at = [...new Set(cuts.map((c) => c % (bytes.length + 1)))].sort((a, b) => a - b);
+  const chunks: Uint8Array[] = [];
+  let from = 0;
+  for (const to of [...at, bytes.length]) {
+    chunks.push(bytes.slice(from, to));
+    from = to;
+  }
+  return chunks;
+}
+
+function feed(chunks: Uint8Array[]): { batches: Array<{ chunk: Uint8Array; batch: SseBatch }>; rest: string[] } {
+  const parser = new SseParser(1 << 20);
+  const batches = chunks.map((chunk) => ({ chunk, batch: parser.push(chunk) }));
+  return { batches, rest: parser.finish() };
+}
+
+describe('SseParser', () => {
+  it('yields every event whatever the spelling and the chunking, and a chunk it calls verbatim is exactly its events re-serialised', () => {
+    fc.assert(
+      fc.property(fc.array(event, { minLength: 1, maxLength: 8 }), fc.array(fc.nat(), { maxLength: 10 }), (events, cuts) => {
+        const bytes = encoder.encode(events.map(spell).join(''));
+        const { batches, rest } = feed(split(bytes, cuts));
+        expect([...batches.flatMap((b) => b.batch.events), ...rest]).toEqual(events.map(dataOf));
+        for (const { chunk, batch } of batches) {
+          if (batch.verbatim) expect(decoder.decode(chunk)).toBe(serializeEvents(batch.events));
+        }
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('what the gateway relays (verbatim chunks, else re-serialised events) parses back to the same events', () => {
+    fc.assert(
+      fc.property(fc.array(event, { minLength: 1, maxLength: 8 }), fc.array(fc.nat(), { maxLength: 10 }), (events, cuts) => {
+        const { batches, rest } = feed(split(encoder.encode(events.map(spell).join('')), cuts));
+        const relayed = batches.map(({ chunk, batch }) => (batch.verbatim ? decoder.decode(chunk) : serializeEvents(batch.events))).join('') + serializeEvents(rest);
+        const again = feed([encoder.encode(relayed)]);
+        expect([...again.batches[0]!.batch.events, ...again.rest]).toEqual(events.map(dataOf));
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('a chunk of canonical whole events is verbatim; one that is not canonical or not whole is not', () => {
+    const verbatim = (...chunks: string[]) => feed(chunks.map((c) => encoder.encode(c))).batches.map((b) => b.batch.verbatim);
+    expect(verbatim('data: {"a":1}\n\ndata: [DONE]\n\n')).toEqual([true]);
+    expect(verbatim('data: {"a":1}\n\ndata: {"b"', ':2}\n\n', 'data: 3\n\n')).toEqual([false, false, true]);
+    expect(verbatim('data:{"a":1}\n\n')).toEqual([false]);
+    expect(verbatim('data: {"a":1}\r\n\r\n')).toEqual([false]);
+    expect(verbatim(': keep-alive\n\ndata: 1\n\n')).toEqual([false]);
+    expect(verbatim('data: 1\n\n\ndata: 2\n\n')).toEqual([false]);
+    expect(verbatim('\uFEFFdata: 1\n\n', 'data: 2\n\n')).toEqual([false, true]);
+  });
+
+  it('invalid UTF-8 is never relayed verbatim', () => {
+    const bytes = Uint8Array.from([...encoder.encode('data: "'), 0xff, ...encoder.encode('"\n\n')]);
+    const { batches } = feed([bytes]);
+    expect(batches[0]!.batch).toEqual({ events: ['"\uFFFD"'], verbatim: false });
+  });
+
+  it('refuses a line that is no field, and an event that outgrows the limit', () => {
+    expect(() => new SseParser(1024).push(encoder.encode('{"a":1}\n\n'))).toThrow(/not a server-sent event field/);
+    expect(() => new SseParser(16).push(encoder.encode(`data: ${'x'.repeat(32)}`))).toThrow(/exceeds the configured limit/);
+  });
+});
+
+describe('serializeEvents', () => {
+  it('writes a multi-line data as one data line per line, so clients join it back', () => {
+    expect(serializeEvents(['{\n"a": 1}', '[DONE]'])).toBe('data: {\ndata: "a": 1}\n\ndata: [DONE]\n\n');
+  });
+});
