@@ -72,6 +72,10 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
   #bytesOut = 0;
   #finished = false;
   lastWrite = 0;
+  /** A stream's head, until it is written. */
+  #headHeaders: readonly string[] | null = null;
+  /** A stream's chunks, until they are written. */
+  #queued: Array<Uint8Array | string> = [];
 
   constructor(ctx: FrontContext, route: RouteSpec, res: HttpResponse, requestId: string) {
     this.#ctx = ctx;
@@ -108,20 +112,17 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
     this.#labels = frame.labels;
     this.#streaming = true;
     this.#ctx.counters.streamsOpen++;
-    const { res } = this.ex;
-    res.cork(() => {
-      writeHead(this.ex, 200, 'text/event-stream', frame.headers);
-      for (let i = 0; i < SSE_HEADERS.length; i += 2) res.writeHeader(SSE_HEADERS[i] as string, SSE_HEADERS[i + 1] as string);
-      // An empty write sends the status line and headers now: the client learns the stream started.
-      res.write('');
-    });
+    this.#headHeaders = frame.headers;
     this.lastWrite = performance.now();
     this.#ctx.keepalive.add(this);
+    writeSoon(this);
   }
 
   data(bytes: Uint8Array): void {
     if (this.ex.aborted) return;
-    this.#write(bytes);
+    this.#queued.push(bytes);
+    this.#bytesOut += bytes.byteLength;
+    writeSoon(this);
     if (this.#ttftMs < 0) {
       // Time to first token: the first data event reaches the client (keep-alive comments do not count).
       this.#ttftMs = performance.now() - this.#started;
@@ -134,7 +135,12 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
     this.#upstreamMs = frame.upstreamMs;
     // The usage of a stream's last chunk, as the adapter reported it on `end`.
     this.#usage = frame.usage;
-    if (!this.ex.aborted) this.ex.res.cork(() => this.ex.res.end());
+    if (!this.ex.aborted) {
+      this.ex.res.cork(() => {
+        this.#writeQueued();
+        this.ex.res.end();
+      });
+    }
     this.#finish(200);
   }
 
@@ -151,6 +157,7 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
       const event = `data: ${errorBody(code, frame.message)}\n\n`;
       this.#bytesOut += Buffer.byteLength(event);
       this.ex.res.cork(() => {
+        this.#writeQueued();
         this.ex.res.write(event);
         this.ex.res.end();
       });
@@ -159,7 +166,10 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
   }
 
   writeComment(): void {
-    if (!this.ex.aborted && !this.#paused) this.#write(KEEPALIVE_COMMENT);
+    if (this.ex.aborted || this.#paused) return;
+    this.#queued.push(KEEPALIVE_COMMENT);
+    this.#bytesOut += KEEPALIVE_COMMENT.length;
+    this.writeQueued();
   }
 
   finishError(code: ErrorCode, message: string | undefined, closeConnection: boolean, headers?: readonly string[]): void {
@@ -176,13 +186,14 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
     this.fail({ t: 'fail', id: this.#id, code: 'shutting_down', message: 'the gateway is shutting down', labels: null });
   }
 
-  #write(chunk: Uint8Array | string): void {
+  /** Writes the head and chunks queued so far in one cork (one syscall); see `writeSoon`. */
+  writeQueued(): void {
+    if (this.ex.aborted || this.#finished) return;
     const { res } = this.ex;
     let ok = true;
     res.cork(() => {
-      ok = res.write(chunk);
+      ok = this.#writeQueued();
     });
-    this.#bytesOut += typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk.byteLength;
     this.lastWrite = performance.now();
     if (!ok && !this.#paused) {
       // The client reads slower than the upstream writes: stop reading upstream until it drains.
@@ -194,6 +205,24 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
         return true;
       });
     }
+  }
+
+  /** Inside a cork: the head if not yet written, then the queued chunks; false when the socket is full. */
+  #writeQueued(): boolean {
+    const { res } = this.ex;
+    const queued = this.#queued;
+    if (this.#headHeaders !== null) {
+      writeHead(this.ex, 200, 'text/event-stream', this.#headHeaders);
+      for (let i = 0; i < SSE_HEADERS.length; i += 2) res.writeHeader(SSE_HEADERS[i] as string, SSE_HEADERS[i + 1] as string);
+      this.#headHeaders = null;
+      // An empty write sends the status line and headers now: the client learns the stream started.
+      if (queued.length === 0) return res.write('');
+    }
+    if (queued.length === 0) return true;
+    this.#queued = [];
+    let ok = true;
+    for (const chunk of queued) ok = res.write(chunk) && ok;
+    return ok;
   }
 
   #countUpstreamError(code: ErrorCode): void {
@@ -253,6 +282,24 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
       'request',
     );
   }
+}
+
+/**
+ * Streams with writes queued in this turn of the event loop. Their head,
+ * chunks and often their end arrive as separate frames in the same turn;
+ * written at its end (setImmediate runs right after the I/O callbacks of
+ * the same turn), they leave in one cork, one syscall, instead of one each.
+ */
+const dueStreams = new Set<ProviderCall>();
+
+function writeSoon(call: ProviderCall): void {
+  if (dueStreams.size === 0) setImmediate(writeDueStreams);
+  dueStreams.add(call);
+}
+
+function writeDueStreams(): void {
+  for (const call of dueStreams) call.writeQueued();
+  dueStreams.clear();
 }
 
 function round(ms: number): number {
