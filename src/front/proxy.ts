@@ -6,7 +6,7 @@
  */
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { ERRORS, errorBody, errorStatus, type ErrorCode } from '../errors.js';
-import type { EndFrame, FailFrame, HeadFrame, Operation, ReplyFrame, RouteLabels, Usage } from '../../protocol/frames.js';
+import type { EndFrame, FailFrame, HeadFrame, HeaderList, Operation, ReplyFrame, RouteLabels, Usage } from '../../protocol/frames.js';
 import type { CallHandlers } from '../supervisor/worker-pool.js';
 import { collectBody } from './body.js';
 import type { FrontContext } from './context.js';
@@ -72,10 +72,11 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
   #bytesOut = 0;
   #finished = false;
   lastWrite = 0;
-  /** A stream's head, until it is written. */
-  #headHeaders: readonly string[] | null = null;
-  /** A stream's chunks, until they are written. */
-  #queued: Array<Uint8Array | string> = [];
+  /**
+   * A stream's head and first chunks, held until the end of the turn they
+   * came in (see `writeHeadSoon`), or until the end that follows them.
+   */
+  #pendingHead: { readonly headers: HeaderList; readonly chunks: Uint8Array[] } | null = null;
 
   constructor(ctx: FrontContext, route: RouteSpec, res: HttpResponse, requestId: string) {
     this.#ctx = ctx;
@@ -112,17 +113,20 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
     this.#labels = frame.labels;
     this.#streaming = true;
     this.#ctx.counters.streamsOpen++;
-    this.#headHeaders = frame.headers;
+    this.#pendingHead = { headers: frame.headers, chunks: [] };
     this.lastWrite = performance.now();
     this.#ctx.keepalive.add(this);
-    writeSoon(this);
+    writeHeadSoon(this);
   }
 
   data(bytes: Uint8Array): void {
     if (this.ex.aborted) return;
-    this.#queued.push(bytes);
-    this.#bytesOut += bytes.byteLength;
-    writeSoon(this);
+    if (this.#pendingHead) {
+      this.#pendingHead.chunks.push(bytes);
+      this.#bytesOut += bytes.byteLength;
+    } else {
+      this.#write(bytes);
+    }
     if (this.#ttftMs < 0) {
       // Time to first token: the first data event reaches the client (keep-alive comments do not count).
       this.#ttftMs = performance.now() - this.#started;
@@ -137,7 +141,7 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
     this.#usage = frame.usage;
     if (!this.ex.aborted) {
       this.ex.res.cork(() => {
-        this.#writeQueued();
+        this.#writePendingHead();
         this.ex.res.end();
       });
     }
@@ -157,7 +161,7 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
       const event = `data: ${errorBody(code, frame.message)}\n\n`;
       this.#bytesOut += Buffer.byteLength(event);
       this.ex.res.cork(() => {
-        this.#writeQueued();
+        this.#writePendingHead();
         this.ex.res.write(event);
         this.ex.res.end();
       });
@@ -166,10 +170,7 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
   }
 
   writeComment(): void {
-    if (this.ex.aborted || this.#paused) return;
-    this.#queued.push(KEEPALIVE_COMMENT);
-    this.#bytesOut += KEEPALIVE_COMMENT.length;
-    this.writeQueued();
+    if (!this.ex.aborted && !this.#paused) this.#write(KEEPALIVE_COMMENT);
   }
 
   finishError(code: ErrorCode, message: string | undefined, closeConnection: boolean, headers?: readonly string[]): void {
@@ -186,13 +187,22 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
     this.fail({ t: 'fail', id: this.#id, code: 'shutting_down', message: 'the gateway is shutting down', labels: null });
   }
 
-  /** Writes the head and chunks queued so far in one cork (one syscall); see `writeSoon`. */
-  writeQueued(): void {
+  /** A head still held at the end of its turn: written with the chunks that came behind it. */
+  writeHeldHead(): void {
+    if (this.#pendingHead) this.#write(null);
+  }
+
+  /** Writes `chunk`, after the held head if there is one, in one cork; pauses the upstream when the socket is full. */
+  #write(chunk: Uint8Array | string | null): void {
     if (this.ex.aborted || this.#finished) return;
     const { res } = this.ex;
     let ok = true;
     res.cork(() => {
-      ok = this.#writeQueued();
+      ok = this.#writePendingHead();
+      if (chunk !== null) {
+        ok = res.write(chunk) && ok;
+        this.#bytesOut += typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk.byteLength;
+      }
     });
     this.lastWrite = performance.now();
     if (!ok && !this.#paused) {
@@ -207,21 +217,18 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
     }
   }
 
-  /** Inside a cork: the head if not yet written, then the queued chunks; false when the socket is full. */
-  #writeQueued(): boolean {
+  /** Inside a cork: the held head and its chunks, if any; false when the socket is full. */
+  #writePendingHead(): boolean {
+    const pending = this.#pendingHead;
+    if (pending === null) return true;
+    this.#pendingHead = null;
     const { res } = this.ex;
-    const queued = this.#queued;
-    if (this.#headHeaders !== null) {
-      writeHead(this.ex, 200, 'text/event-stream', this.#headHeaders);
-      for (let i = 0; i < SSE_HEADERS.length; i += 2) res.writeHeader(SSE_HEADERS[i] as string, SSE_HEADERS[i + 1] as string);
-      this.#headHeaders = null;
-      // An empty write sends the status line and headers now: the client learns the stream started.
-      if (queued.length === 0) return res.write('');
-    }
-    if (queued.length === 0) return true;
-    this.#queued = [];
+    writeHead(this.ex, 200, 'text/event-stream', pending.headers);
+    for (let i = 0; i < SSE_HEADERS.length; i += 2) res.writeHeader(SSE_HEADERS[i] as string, SSE_HEADERS[i + 1] as string);
+    // With no chunk yet, an empty write sends the status line and headers: the client learns the stream started.
+    if (pending.chunks.length === 0) return res.write('');
     let ok = true;
-    for (const chunk of queued) ok = res.write(chunk) && ok;
+    for (const chunk of pending.chunks) ok = res.write(chunk) && ok;
     return ok;
   }
 
@@ -285,21 +292,25 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
 }
 
 /**
- * Streams with writes queued in this turn of the event loop. Their head,
- * chunks and often their end arrive as separate frames in the same turn;
- * written at its end (setImmediate runs right after the I/O callbacks of
- * the same turn), they leave in one cork, one syscall, instead of one each.
+ * Streams whose head is held until the end of this turn of the event loop.
+ * A stream's head, first chunk and often its end arrive as separate frames
+ * in the same turn; held, they leave in one cork and one syscall instead of
+ * one each. setImmediate runs right after the turn's I/O callbacks, so the
+ * head is not delayed. Only the first turn is held: later chunks are
+ * written as they come (holding every chunk cost 8 MB of RSS per 5,000 slow
+ * streams, chunks surviving into old space).
  */
-const dueStreams = new Set<ProviderCall>();
+let heldHeads: ProviderCall[] = [];
 
-function writeSoon(call: ProviderCall): void {
-  if (dueStreams.size === 0) setImmediate(writeDueStreams);
-  dueStreams.add(call);
+function writeHeadSoon(call: ProviderCall): void {
+  if (heldHeads.length === 0) setImmediate(writeHeldHeads);
+  heldHeads.push(call);
 }
 
-function writeDueStreams(): void {
-  for (const call of dueStreams) call.writeQueued();
-  dueStreams.clear();
+function writeHeldHeads(): void {
+  const calls = heldHeads;
+  heldHeads = [];
+  for (const call of calls) call.writeHeldHead();
 }
 
 function round(ms: number): number {
