@@ -44,7 +44,7 @@ export interface DrainReport {
 }
 
 export async function startGateway(config: GatewayConfig, log: Logger): Promise<Gateway> {
-  const pool = new WorkerPool(config.workers, config.routing, log);
+  const pool = await WorkerPool.start(config.workers, config.routing, log);
   const ctx: FrontContext = {
     config,
     auth: new BearerAuth(config.apiKeys),

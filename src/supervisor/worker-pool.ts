@@ -14,7 +14,7 @@ import type { Logger } from 'pino';
 import type { RoutingConfig } from '../../protocol/config.js';
 import { localChannel, type FrameSender } from '../../protocol/channel.js';
 import { FramePort } from '../../protocol/frame-port.js';
-import { WorkerSession } from '../../workers/session.js';
+import type { WorkerSession } from '../../workers/session.js';
 import {
   PROTOCOL_VERSION,
   type AttachTask,
@@ -79,15 +79,22 @@ export class WorkerPool {
    * thread (no thread hop: on a one-core pod a hop's wake-ups cost more
    * than the JSON work it moves off the front).
    */
-  constructor(size: number, routing: RoutingConfig, log: Logger) {
+  static async start(size: number, routing: RoutingConfig, log: Logger): Promise<WorkerPool> {
+    // The session (undici, the providers) is loaded on the front thread only when it runs there:
+    // with worker threads the front never calls a provider, and undici alone is ~20 MB of RSS.
+    const session = size === 0 ? (await import('../../workers/session.js')).WorkerSession : null;
+    return new WorkerPool(size, routing, log, session);
+  }
+
+  private constructor(size: number, routing: RoutingConfig, log: Logger, InlineSession: typeof WorkerSession | null) {
     this.#routing = routing;
     this.#log = log;
-    if (size === 0) {
+    if (InlineSession) {
       this.#piscina = null;
       const { a, b } = localChannel<FromWorker, ToWorker>();
       const slot = { index: 0, inFlight: 0, restarts: 0 } as Slot;
       slot.port = a((frame, payload) => this.#onFrame(frame, payload));
-      new WorkerSession(b, routing);
+      new InlineSession(b, routing);
       this.#slots.push(slot);
       return;
     }
