@@ -1,6 +1,15 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { chatRequestSchema, embeddingsRequestSchema, parseRequest, plainChat, plainEmbeddings } from './requests.js';
+import type { Operation } from './frames.js';
+import { plainChat, plainEmbeddings, readRequestBody, toParsedRequest } from './request-body.js';
+import { chatRequestSchema, checkWithSchema, embeddingsRequestSchema } from './requests.js';
+
+/** What a worker does with a body: the hand checks, else the schema. */
+function parseRequest(op: Operation, bytes: Uint8Array) {
+  const { json, plain } = readRequestBody(op, bytes);
+  if (!plain) checkWithSchema(op, json);
+  return toParsedRequest(op, json);
+}
 
 // The hand-written checks skip zod on the common shapes; they must never accept what the schema refuses.
 const w = <T>(arbitrary: fc.Arbitrary<T>, weight: number) => ({ arbitrary, weight });

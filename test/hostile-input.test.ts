@@ -9,7 +9,7 @@
  */
 import http from 'node:http';
 import net from 'node:net';
-import { MAX_JSON_DEPTH } from '../protocol/requests.js';
+import { MAX_JSON_DEPTH } from '../protocol/request-body.js';
 import { readFileSync } from 'node:fs';
 import fc from 'fast-check';
 import { parse as parseYaml } from 'yaml';

@@ -11,7 +11,7 @@ import { GatewayError, isErrorCode, type ErrorCode } from '../src/errors.js';
 import { CallControl } from './call-control.js';
 import { Flow } from './flow.js';
 import { probeUpstream } from './probe.js';
-import { parseRequest } from '../protocol/requests.js';
+import { readRequestBody, toParsedRequest } from '../protocol/request-body.js';
 import { Router } from './router.js';
 import { PROVIDERS } from './providers/index.js';
 import type { ResponseSink } from './providers/adapter.js';
@@ -65,7 +65,10 @@ export class WorkerSession {
     this.#calls.set(id, call);
     const sink = new FrameSink(this.#port, id);
     try {
-      const request = parseRequest(frame.op, body);
+      const { json, plain } = readRequestBody(frame.op, body);
+      // Only a body the hand checks do not pass needs the zod schema: zod is loaded then, once per thread.
+      if (!plain) (await import('../protocol/requests.js')).checkWithSchema(frame.op, json);
+      const request = toParsedRequest(frame.op, json);
       const target = router.resolve(request.model);
       sink.labels = target.labels;
       if (target.upstream.credentials === 'missing') throw new GatewayError('credentials_missing');
