@@ -7,6 +7,10 @@
 // is answered with SLOW_CHUNKS chunks (default 20) SLOW_INTERVAL_MS apart (default 500 ms): the
 // first with the headers, then one per interval, `data: [DONE]` with the last. This holds many
 // streams open at once at a low event rate (the memory scenario of npm run bench).
+//
+// Paced streams: a stream request under /paced (POST /paced/v1/chat/completions) gets its 20 chunks
+// one per turn of the event loop, each in its own write, as a provider sends tokens as it makes
+// them; every other stream request gets all 20 in one write.
 import uws from 'uWebSockets.js';
 
 const port = Number(process.argv[2] ?? 0);
@@ -66,10 +70,26 @@ function slowStream(res) {
   if (slowChunks > 1) res.timer = setInterval(next, slowInterval);
 }
 
-function chatRoute(forceSlow) {
+/** The 20 chunks of a stream written one by one, each on its own turn (a provider sending tokens as it makes them, with no wait). */
+function pacedStream(res) {
+  let sent = 0;
+  const next = () => {
+    if (res.aborted) return;
+    res.cork(() => {
+      if (sent === 0) res.writeStatus('200 OK').writeHeader('content-type', 'text/event-stream');
+      if (sent < 19) res.write(chunk(sent));
+      else res.end(chunk(sent) + 'data: [DONE]\n\n');
+    });
+    if (++sent < 20) setImmediate(next);
+  };
+  next();
+}
+
+function chatRoute(forceSlow, paced = false) {
   return (res) => {
     readBody(res, (stream, _size, slow) => {
       if (stream && (slow || forceSlow)) return slowStream(res);
+      if (stream && paced) return pacedStream(res);
       res.cork(() => {
         if (stream) res.writeStatus('200 OK').writeHeader('content-type', 'text/event-stream').end(stream20);
         else res.writeStatus('200 OK').writeHeader('content-type', 'application/json').end(chat);
@@ -81,6 +101,7 @@ function chatRoute(forceSlow) {
 const app = uws.App();
 app.post('/v1/chat/completions', chatRoute(false));
 app.post('/slow/v1/chat/completions', chatRoute(true));
+app.post('/paced/v1/chat/completions', chatRoute(false, true));
 app.post('/v1/embeddings', (res) => {
   readBody(res, () => res.cork(() => res.writeStatus('200 OK').writeHeader('content-type', 'application/json').end(embeddings)));
 });
