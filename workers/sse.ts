@@ -49,12 +49,15 @@ export class SseParser {
     // Byte-wise, so a UTF-8 sequence split after the chunk's last event cannot pass for a boundary.
     this.#atBoundary = n >= 2 ? chunk[n - 1] === LF && chunk[n - 2] === LF : startedAtBoundary && n === 0;
     let text = this.#decoder.decode(chunk, { stream: true });
+    const hasCr = text.includes('\r');
     // U+FFFD: invalid UTF-8 was replaced, so the bytes differ from what re-encoding would give.
-    let verbatim = startedAtBoundary && this.#atBoundary && !text.includes('\r') && !text.includes('\uFFFD');
-    if (this.#heldCr) text = `\r${text}`;
-    this.#heldCr = text.endsWith('\r');
-    if (this.#heldCr) text = text.slice(0, -1);
-    if (text.includes('\r')) text = text.replace(/\r\n?/g, '\n');
+    let verbatim = startedAtBoundary && this.#atBoundary && !hasCr && !text.includes('\uFFFD');
+    if (hasCr || this.#heldCr) {
+      if (this.#heldCr) text = `\r${text}`;
+      this.#heldCr = text.endsWith('\r');
+      if (this.#heldCr) text = text.slice(0, -1);
+      text = text.replace(/\r\n?/g, '\n');
+    }
     const buffer = this.#buffer.length === 0 ? text : this.#buffer + text;
     const events: string[] = [];
     let start = 0;

@@ -74,9 +74,9 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
   lastWrite = 0;
   /**
    * A stream's head and first chunks, held until the end of the turn they
-   * came in (see `writeHeadSoon`), or until the end that follows them.
+   * came in (see `holdHead`), or until the end that follows them.
    */
-  #pendingHead: { readonly headers: HeaderList; readonly chunks: Uint8Array[] } | null = null;
+  #heldHead: { readonly headers: HeaderList; readonly chunks: Uint8Array[] } | null = null;
 
   constructor(ctx: FrontContext, route: RouteSpec, res: HttpResponse, requestId: string) {
     this.#ctx = ctx;
@@ -113,16 +113,16 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
     this.#labels = frame.labels;
     this.#streaming = true;
     this.#ctx.counters.streamsOpen++;
-    this.#pendingHead = { headers: frame.headers, chunks: [] };
+    this.#heldHead = { headers: frame.headers, chunks: [] };
     this.lastWrite = performance.now();
     this.#ctx.keepalive.add(this);
-    writeHeadSoon(this);
+    holdHead(this);
   }
 
   data(bytes: Uint8Array): void {
     if (this.ex.aborted) return;
-    if (this.#pendingHead) {
-      this.#pendingHead.chunks.push(bytes);
+    if (this.#heldHead) {
+      this.#heldHead.chunks.push(bytes);
       this.#bytesOut += bytes.byteLength;
     } else {
       this.#write(bytes);
@@ -141,7 +141,7 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
     this.#usage = frame.usage;
     if (!this.ex.aborted) {
       this.ex.res.cork(() => {
-        this.#writePendingHead();
+        this.#writeHeldHead();
         this.ex.res.end();
       });
     }
@@ -161,7 +161,7 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
       const event = `data: ${errorBody(code, frame.message)}\n\n`;
       this.#bytesOut += Buffer.byteLength(event);
       this.ex.res.cork(() => {
-        this.#writePendingHead();
+        this.#writeHeldHead();
         this.ex.res.write(event);
         this.ex.res.end();
       });
@@ -187,9 +187,9 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
     this.fail({ t: 'fail', id: this.#id, code: 'shutting_down', message: 'the gateway is shutting down', labels: null });
   }
 
-  /** A head still held at the end of its turn: written with the chunks that came behind it. */
-  writeHeldHead(): void {
-    if (this.#pendingHead) this.#write(null);
+  /** The end of the turn the head came in: it goes out with the chunks held behind it. */
+  releaseHeldHead(): void {
+    if (this.#heldHead) this.#write(null);
   }
 
   /** Writes `chunk`, after the held head if there is one, in one cork; pauses the upstream when the socket is full. */
@@ -198,7 +198,7 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
     const { res } = this.ex;
     let ok = true;
     res.cork(() => {
-      ok = this.#writePendingHead();
+      ok = this.#writeHeldHead();
       if (chunk !== null) {
         ok = res.write(chunk) && ok;
         this.#bytesOut += typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk.byteLength;
@@ -218,17 +218,21 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
   }
 
   /** Inside a cork: the held head and its chunks, if any; false when the socket is full. */
-  #writePendingHead(): boolean {
-    const pending = this.#pendingHead;
-    if (pending === null) return true;
-    this.#pendingHead = null;
+  #writeHeldHead(): boolean {
+    const held = this.#heldHead;
+    if (held === null) return true;
+    this.#heldHead = null;
     const { res } = this.ex;
-    writeHead(this.ex, 200, 'text/event-stream', pending.headers);
+    writeHead(this.ex, 200, 'text/event-stream', held.headers);
     for (let i = 0; i < SSE_HEADERS.length; i += 2) res.writeHeader(SSE_HEADERS[i] as string, SSE_HEADERS[i + 1] as string);
-    // With no chunk yet, an empty write sends the status line and headers: the client learns the stream started.
-    if (pending.chunks.length === 0) return res.write('');
+    if (held.chunks.length === 0) {
+      // An empty write sends the status line and headers now: the client learns the stream started.
+      // Its result is no backpressure signal (no body byte was written), as before heads were held.
+      res.write('');
+      return true;
+    }
     let ok = true;
-    for (const chunk of pending.chunks) ok = res.write(chunk) && ok;
+    for (const chunk of held.chunks) ok = res.write(chunk) && ok;
     return ok;
   }
 
@@ -302,15 +306,15 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
  */
 let heldHeads: ProviderCall[] = [];
 
-function writeHeadSoon(call: ProviderCall): void {
-  if (heldHeads.length === 0) setImmediate(writeHeldHeads);
+function holdHead(call: ProviderCall): void {
+  if (heldHeads.length === 0) setImmediate(releaseHeldHeads);
   heldHeads.push(call);
 }
 
-function writeHeldHeads(): void {
+function releaseHeldHeads(): void {
   const calls = heldHeads;
   heldHeads = [];
-  for (const call of calls) call.writeHeldHead();
+  for (const call of calls) call.releaseHeldHead();
 }
 
 function round(ms: number): number {

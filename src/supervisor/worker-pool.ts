@@ -82,14 +82,15 @@ export class WorkerPool {
   static async start(size: number, routing: RoutingConfig, log: Logger): Promise<WorkerPool> {
     // The session (undici, the providers) is loaded on the front thread only when it runs there:
     // with worker threads the front never calls a provider, and undici alone is ~20 MB of RSS.
-    const session = size === 0 ? (await import('../../workers/session.js')).WorkerSession : null;
-    return new WorkerPool(size, routing, log, session);
+    return new WorkerPool(size === 0 ? (await import('../../workers/session.js')).WorkerSession : size, routing, log);
   }
 
-  private constructor(size: number, routing: RoutingConfig, log: Logger, InlineSession: typeof WorkerSession | null) {
+  /** `workers`: how many worker threads, or the session class to run inline on this thread. */
+  private constructor(workers: number | typeof WorkerSession, routing: RoutingConfig, log: Logger) {
     this.#routing = routing;
     this.#log = log;
-    if (InlineSession) {
+    if (typeof workers !== 'number') {
+      const InlineSession = workers;
       this.#piscina = null;
       const { a, b } = localChannel<FromWorker, ToWorker>();
       const slot = { index: 0, inFlight: 0, restarts: 0 } as Slot;
@@ -100,8 +101,8 @@ export class WorkerPool {
     }
     this.#piscina = new Piscina({
       filename: workerEntryPath(),
-      minThreads: size,
-      maxThreads: size,
+      minThreads: workers,
+      maxThreads: workers,
       // Each worker runs exactly one (lifelong) attach task; requests are frames, not tasks.
       concurrentTasksPerWorker: 1,
       idleTimeout: Number.MAX_SAFE_INTEGER,
@@ -110,7 +111,7 @@ export class WorkerPool {
       // generation holds it as well as V8's default 48 MiB does, for a third of the memory.
       resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB },
     });
-    for (let index = 0; index < size; index++) {
+    for (let index = 0; index < workers; index++) {
       const slot = { index, inFlight: 0, restarts: 0 } as Slot;
       this.#slots.push(slot);
       this.#attach(slot);

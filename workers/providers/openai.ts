@@ -89,7 +89,9 @@ const encoder = new TextEncoder();
 async function relayEvents(exchange: UpstreamExchange, call: ProviderCall, sink: ResponseSink, deadlines: Deadlines): Promise<Usage | null> {
   const parser = new SseParser(Math.min(MAX_EVENT_BYTES, call.maxResponseBytes));
   let usage: Usage | null = null;
-  const check = (events: readonly string[]) => {
+  /** Checks the events and hands them on: as `chunk` when it is exactly them, else re-serialised. */
+  const forward = (events: readonly string[], chunk: Uint8Array | null) => {
+    if (events.length === 0) return;
     for (const data of events) {
       if (data === '[DONE]') continue;
       let json: unknown;
@@ -100,13 +102,8 @@ async function relayEvents(exchange: UpstreamExchange, call: ProviderCall, sink:
       }
       usage = usageOf(json) ?? usage;
     }
-  };
-  const forward = (chunk: Uint8Array) => {
-    const { events, verbatim } = parser.push(chunk);
-    if (events.length === 0) return;
-    check(events);
     // A copy of the chunk: the sink takes ownership of what it is given, and undici's read buffer is not ours to give.
-    sink.data(verbatim ? new Uint8Array(chunk) : encoder.encode(serializeEvents(events)));
+    sink.data(chunk ? new Uint8Array(chunk) : encoder.encode(serializeEvents(events)));
   };
   const follow = (paused: boolean) => {
     if (paused) {
@@ -122,17 +119,14 @@ async function relayEvents(exchange: UpstreamExchange, call: ProviderCall, sink:
   try {
     exchange.relay((chunk) => {
       try {
-        forward(chunk);
+        const { events, verbatim } = parser.push(chunk);
+        forward(events, verbatim ? chunk : null);
       } catch (err) {
         exchange.abort(err);
       }
     });
     await exchange.body;
-    const last = parser.finish();
-    if (last.length > 0) {
-      check(last);
-      sink.data(encoder.encode(serializeEvents(last)));
-    }
+    forward(parser.finish(), null);
     return usage;
   } finally {
     off();
