@@ -12,7 +12,7 @@ import { StreamKeepalive } from './front/keepalive.js';
 import { Lifecycle } from './front/lifecycle.js';
 import { UWS_NATIVE, buildApp } from './front/server.js';
 import { createMetrics } from './metrics/registry.js';
-import { accessLogger } from './logging.js';
+import { AccessLog } from './access-log.js';
 import { Counters } from './supervisor/counters.js';
 import { HealthSupervisor } from './supervisor/health-supervisor.js';
 import { WorkerPool } from './supervisor/worker-pool.js';
@@ -53,7 +53,7 @@ export async function startGateway(config: GatewayConfig, log: Logger): Promise<
     metrics: createMetrics(),
     counters: new Counters(),
     log,
-    access: accessLogger(log),
+    access: new AccessLog(log),
     keepalive: new StreamKeepalive(config.streamKeepaliveMs),
     uwsNative: UWS_NATIVE,
     lifecycle: new Lifecycle(),

@@ -1,5 +1,6 @@
 /** Everything a route handler reaches for, built once by src/gateway.ts. */
 import type { Logger } from 'pino';
+import type { AccessLog } from '../access-log.js';
 import type { GatewayConfig } from '../config/load.js';
 import type { Metrics } from '../metrics/registry.js';
 import type { Counters } from '../supervisor/counters.js';
@@ -19,8 +20,8 @@ export interface FrontContext {
   readonly metrics: Metrics;
   readonly counters: Counters;
   readonly log: Logger;
-  /** One line per provider request; see accessLogger in src/logging.ts. */
-  readonly access: Logger;
+  /** One line per provider request (src/access-log.ts). */
+  readonly access: AccessLog;
   readonly keepalive: StreamKeepalive;
   readonly uwsNative: boolean;
   readonly lifecycle: Lifecycle;

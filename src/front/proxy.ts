@@ -63,7 +63,6 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
   #labels: RouteLabels = UNROUTED;
   #streaming = false;
   #paused = false;
-  #status = 0;
   #upstreamMs = 0;
   /** Milliseconds from request start to the first data event written; -1 until then (streams only). */
   #ttftMs = -1;
@@ -251,7 +250,6 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
     if (this.#finished) return;
     this.#finished = true;
     this.#ctx.lifecycle.delete(this);
-    this.#status = status;
     const ctx = this.#ctx;
     if (this.#id !== 0) ctx.counters.inFlight--;
     if (this.#streaming) {
@@ -273,25 +271,20 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
       series.model.promptTokens.inc(usage.prompt);
       series.model.completionTokens.inc(usage.completion);
     }
-    ctx.access.info(
-      {
-        event: 'access',
-        request_id: this.ex.requestId,
-        method: this.#route.method,
-        route: this.#route.path,
-        model,
-        provider,
-        status: this.#status,
-        stream: this.#streaming,
-        duration_ms: round(durationMs),
-        upstream_ms: round(this.#upstreamMs),
-        // Streams only; absent when no data event was written (pino leaves out undefined).
-        ttft_ms: this.#ttftMs < 0 ? undefined : round(this.#ttftMs),
-        bytes_in: this.bytesIn,
-        bytes_out: this.#bytesOut,
-      },
-      'request',
-    );
+    ctx.access.write({
+      requestId: this.ex.requestId,
+      method: this.#route.method,
+      route: this.#route.path,
+      model,
+      provider,
+      status,
+      stream: this.#streaming,
+      durationMs,
+      upstreamMs: this.#upstreamMs,
+      ttftMs: this.#ttftMs < 0 ? null : this.#ttftMs,
+      bytesIn: this.bytesIn,
+      bytesOut: this.#bytesOut,
+    });
   }
 }
 
@@ -315,8 +308,4 @@ function releaseHeldHeads(): void {
   const calls = heldHeads;
   heldHeads = [];
   for (const call of calls) call.releaseHeldHead();
-}
-
-function round(ms: number): number {
-  return Math.round(ms * 100) / 100;
 }
