@@ -250,7 +250,7 @@ function ownTimes(chunks) {
   for (const line of Buffer.concat(chunks).toString('utf8').split('\n')) {
     if (!line.includes('"event":"access"')) continue;
     const { duration_ms: d, upstream_ms: u } = JSON.parse(line);
-    xs.push((d - u) / 1000);
+    xs.push(d - u);
   }
   xs.sort((a, b) => a - b);
   const q = (p) => xs[Math.min(xs.length - 1, Math.floor(xs.length * p))] ?? NaN;

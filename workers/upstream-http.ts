@@ -188,9 +188,12 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
     this.#rejectBody(reason);
   }
 
-  /** The chunks in one buffer of its own, so it can be transferred to the front. */
+  /**
+   * The chunks in one buffer of its own, so it can be transferred to the front. Not zero-filled:
+   * the chunks cover every byte, and zeroing 226 KB embeddings answers was 4 % of the worker's CPU.
+   */
   #collected(): Uint8Array {
-    const out = new Uint8Array(this.#received);
+    const out = Buffer.allocUnsafeSlow(this.#received);
     let offset = 0;
     for (const chunk of this.#chunks) {
       out.set(chunk, offset);
