@@ -93,6 +93,14 @@ samples taken during the measured window are kept. "Busy" leaves out idle time; 
 includes the native calls it makes (socket writes, the parser), a function's is its own (self) time.
 Open a \`.cpuprofile\` in Chrome DevTools or speedscope, or an \`.svg\` in a browser (hover for names).
 
+Read the native calls that wake another thread with care. V8's profiler samples a thread by the
+clock, and every thread of the gateway shares CPU 1: a call that hands work to a thread which then
+runs at once (\`postMessage\` waking the other isolate, \`writeBuffer\` handing the access log to
+libuv's file threads) is charged for the time that thread ran. \`perf record -e cpu-clock -p <pid>\`
+counts per thread instead; in one such run (inline, chat c64, access log on a pipe) libuv's threads
+and the log writes together were under 0.5 % of the process's CPU, where this profile shows
+\`writeBuffer\` near 10 % of the front thread's.
+
 ${report.join('\n')}`);
 console.log(`wrote ${reportFile} and ${outDir}/ (${readdirSync(outDir).length} files)`);
 process.exit(0);
