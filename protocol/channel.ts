@@ -5,13 +5,44 @@
  * worker session in the same thread, for GATEWAY_WORKERS=0: frames handed
  * over as objects on a microtask, no copy, no thread wake-up).
  */
-export type FrameHandler<F> = (frame: F, payload: Uint8Array | undefined) => void;
+/**
+ * A frame's bytes: one buffer, handed over (the sender must not use it
+ * again), or the pieces of one, only read (an upstream body as undici read
+ * it, in buffers that are not ours to hand over). In-thread the pieces pass
+ * as they are; across threads they are joined into a buffer of their own.
+ */
+export type Payload = Uint8Array | readonly Uint8Array[];
+
+export type FrameHandler<F> = (frame: F, payload: Payload | undefined) => void;
 
 export interface FrameSender<Out> {
-  /** Queues a frame; a payload's buffer is handed over and must not be used again by the sender. */
-  send(frame: Out, payload?: Uint8Array): void;
+  /** Queues a frame with its payload (see Payload for who owns it). */
+  send(frame: Out, payload?: Payload): void;
   close(): void;
 }
+
+/** The payload in one buffer: pieces joined into a new one (the one case a receiver needs it whole). */
+export function wholePayload(payload: Payload | undefined): Uint8Array {
+  if (payload === undefined) return EMPTY;
+  if (payload instanceof Uint8Array) return payload;
+  if (payload.length === 1) return payload[0] as Uint8Array;
+  return joinPieces(payload);
+}
+
+/** The pieces copied into one new buffer of exactly their length (not zero-filled: every byte is written). */
+export function joinPieces(pieces: readonly Uint8Array[]): Uint8Array {
+  let total = 0;
+  for (const piece of pieces) total += piece.byteLength;
+  const out = Buffer.allocUnsafeSlow(total);
+  let offset = 0;
+  for (const piece of pieces) {
+    out.set(piece, offset);
+    offset += piece.byteLength;
+  }
+  return out;
+}
+
+const EMPTY = new Uint8Array(0);
 
 /** Opens one end of a channel with the handler for the frames that arrive at it. */
 export type ChannelEnd<In, Out> = (onFrame: FrameHandler<In>) => FrameSender<Out>;
@@ -28,7 +59,7 @@ export function localChannel<A, B>(): { a: ChannelEnd<A, B>; b: ChannelEnd<B, A>
   const end = <In, Out>(self: 'a' | 'b', peer: 'a' | 'b'): ChannelEnd<In, Out> =>
     (onFrame) => {
       (handlers as Record<'a' | 'b', FrameHandler<unknown> | null>)[self] = onFrame as FrameHandler<unknown>;
-      let queue: Array<[Out, Uint8Array | undefined]> = [];
+      let queue: Array<[Out, Payload | undefined]> = [];
       let closed = false;
       const flush = () => {
         const batch = queue;

@@ -10,7 +10,7 @@
  */
 import type { MessagePort } from 'node:worker_threads';
 import { Packr } from 'msgpackr';
-import type { FrameHandler, FrameSender } from './channel.js';
+import { joinPieces, type FrameHandler, type FrameSender, type Payload } from './channel.js';
 
 const packr = new Packr({ useRecords: false, moreTypes: false });
 
@@ -33,13 +33,19 @@ export class FramePort<In, Out> implements FrameSender<Out> {
     });
   }
 
-  /** Queues a frame; the payload's buffer is handed over and must not be used again by the sender. */
-  send(frame: Out, payload?: Uint8Array): void {
+  /**
+   * Queues a frame. A single buffer is transferred when the view spans it
+   * (else its bytes are copied); pieces are someone else's and are always
+   * copied, joined into one buffer: transferring undici's read buffer
+   * detaches it under the parser that is still reading it.
+   */
+  send(frame: Out, payload?: Payload): void {
     if (this.#closed) return;
     let index = -1;
     if (payload !== undefined) {
       index = this.#payloads.length;
-      this.#payloads.push(ownsItsBuffer(payload) ? payload : payload.slice());
+      // Uint8Array's slice copies; a Buffer's own slice() would only make another view.
+      this.#payloads.push(!(payload instanceof Uint8Array) ? joinPieces(payload) : ownsItsBuffer(payload) ? payload : Uint8Array.prototype.slice.call(payload));
     }
     this.#metas.push(frame, index);
     if (!this.#scheduled) {

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
 import { FULL_CHECK_BYTES, checkCompatible } from './response-body.js';
 
-const enc = (text: string) => new TextEncoder().encode(text);
+const enc = (text: string) => [new TextEncoder().encode(text)];
 const vector = Array.from({ length: 1536 }, (_, i) => Math.sin(i));
 const bigEmbeddings = (extra = '') =>
   JSON.stringify({ object: 'list', model: 'm', data: Array.from({ length: 16 }, (_, index) => ({ object: 'embedding', index, embedding: vector })), usage: { prompt_tokens: 64, total_tokens: 64 } }) + extra;
@@ -37,5 +38,62 @@ describe('checkCompatible', () => {
     const body = bigEmbeddings().replace(/,"usage":\{[^}]*\}/, '');
     expect(body.length).toBeGreaterThan(FULL_CHECK_BYTES);
     expect(checkCompatible('embeddings', enc(body))).toBeNull();
+  });
+});
+
+/** Cuts `bytes` at the given offsets (sorted, deduplicated): the pieces undici could have read it in. */
+function cut(bytes: Uint8Array, at: number[]): Uint8Array[] {
+  const points = [...new Set(at.map((x) => Math.min(bytes.length, x)))].sort((a, b) => a - b);
+  const pieces: Uint8Array[] = [];
+  let from = 0;
+  for (const p of points) {
+    pieces.push(bytes.subarray(from, p));
+    from = p;
+  }
+  pieces.push(bytes.subarray(from));
+  return pieces;
+}
+
+/** The result or the error message: what a check decides. */
+function outcome(op: 'chat' | 'embeddings', body: Uint8Array[]): unknown {
+  try {
+    return checkCompatible(op, body);
+  } catch (err) {
+    return (err as Error).message;
+  }
+}
+
+describe('checkCompatible over pieces', () => {
+  const big = new TextEncoder().encode(bigEmbeddings());
+  const variants: Array<[string, string]> = [
+    ['valid', bigEmbeddings()],
+    ['pretty', bigEmbeddings().replace('"data":[', '"data" : \n [').replace('"usage":{', '"usage" : {')],
+    ['no usage', bigEmbeddings().replace(/,"usage":\{[^}]*\}/, '')],
+    ['no array', bigEmbeddings().replace('"data":[', '"rows":[')],
+    ['object, not array', bigEmbeddings().replace('"data":[', '"data":{')],
+    ['cut short', bigEmbeddings().slice(0, 100_000)],
+    ['spaces around', `  \n${bigEmbeddings()}\n  `],
+    ['usage twice', bigEmbeddings().replace('"model":"m"', '"model":"m","usage":{"prompt_tokens":1}')],
+    ['small chat', '{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4}}'],
+  ];
+
+  it('decides exactly as on the joined body, however the body is cut (fast-check)', () => {
+    expect(big.length).toBeGreaterThan(FULL_CHECK_BYTES);
+    for (const [name, text] of variants) {
+      const bytes = new TextEncoder().encode(text);
+      for (const op of ['chat', 'embeddings'] as const) {
+        const expected = outcome(op, [bytes]);
+        fc.assert(
+          fc.property(
+            // Cut points anywhere, and often right inside the key, the colon and bracket after it, and "usage".
+            fc.array(fc.oneof(fc.nat({ max: bytes.length }), fc.integer({ min: 0, max: 40 }), fc.integer({ min: Math.max(0, bytes.length - 120), max: bytes.length })), { maxLength: 12 }),
+            (at) => {
+              expect(outcome(op, cut(bytes, at)), `${name}, ${op}, cut at ${at.join(',')}`).toEqual(expected);
+            },
+          ),
+          { seed: 20261123, numRuns: 150 },
+        );
+      }
+    }
   });
 });

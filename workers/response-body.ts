@@ -17,13 +17,15 @@ const decoder = new TextDecoder();
  */
 export const FULL_CHECK_BYTES = 64 * 1024;
 
-/** Checks a success body is the compatible format for `op`; returns its usage. */
-export function checkCompatible(op: Operation, bytes: Uint8Array): Usage | null {
+/** Checks a success body (in the pieces it was read in) is the compatible format for `op`; returns its usage. */
+export function checkCompatible(op: Operation, body: readonly Uint8Array[]): Usage | null {
   const key = op === 'chat' ? 'choices' : 'data';
-  if (bytes.length > FULL_CHECK_BYTES) return checkByStructure(key, bytes);
+  let total = 0;
+  for (const piece of body) total += piece.byteLength;
+  if (total > FULL_CHECK_BYTES) return checkByStructure(key, body);
   let json: unknown;
   try {
-    json = JSON.parse(decoder.decode(bytes));
+    json = JSON.parse(decoder.decode(contiguous(body)));
   } catch {
     throw new GatewayError('upstream_invalid_response', 'the provider response is not JSON');
   }
@@ -34,24 +36,69 @@ export function checkCompatible(op: Operation, bytes: Uint8Array): Usage | null 
 }
 
 const isSpace = (c: number | undefined) => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
+const asBuffer = (bytes: Uint8Array): Buffer => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 
-function checkByStructure(key: string, bytes: Uint8Array): Usage | null {
-  const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  let first = 0;
-  while (isSpace(buf[first])) first++;
-  let last = buf.length - 1;
-  while (last > first && isSpace(buf[last])) last--;
-  if (buf[first] !== 0x7b || buf[last] !== 0x7d) throw new GatewayError('upstream_invalid_response', 'the provider response is not a JSON object');
+/**
+ * A JSON object whose `key` opens an array, checked without parsing it; usage
+ * from the `usage` object alone. The key is looked for in the first piece and
+ * usage in the last, where every answer seen has them; only when either is
+ * not decided there is the body joined (in a scratch buffer) and searched whole.
+ */
+function checkByStructure(key: string, body: readonly Uint8Array[]): Usage | null {
+  if (firstByte(body) !== 0x7b || lastByte(body) !== 0x7d) throw new GatewayError('upstream_invalid_response', 'the provider response is not a JSON object');
+  const whole = body.length === 1;
+  let opens = keyOpensArray(asBuffer(body[0] as Uint8Array), key, whole);
+  let usage = usageIn(asBuffer(body[body.length - 1] as Uint8Array), whole);
+  if (opens === undefined || usage === undefined) {
+    const joined = asBuffer(contiguous(body));
+    opens ??= keyOpensArray(joined, key, true);
+    if (usage === undefined) usage = usageIn(joined, true);
+  }
+  if (!opens) throw new GatewayError('upstream_invalid_response', `the provider response has no "${key}" array`);
+  return usage ?? null;
+}
+
+/** The first byte that is not JSON whitespace, across pieces; undefined for none. */
+function firstByte(body: readonly Uint8Array[]): number | undefined {
+  for (const piece of body) for (const c of piece) if (!isSpace(c)) return c;
+  return undefined;
+}
+
+function lastByte(body: readonly Uint8Array[]): number | undefined {
+  for (let p = body.length - 1; p >= 0; p--) {
+    const piece = body[p] as Uint8Array;
+    for (let i = piece.length - 1; i >= 0; i--) if (!isSpace(piece[i])) return piece[i];
+  }
+  return undefined;
+}
+
+/**
+ * Whether the first `"key"` is followed by `:` and `[`. `buf` is the whole
+ * body or its first piece; for a piece, undefined when the answer lies past
+ * its end (the key not in it, or the bytes after it cut off).
+ */
+function keyOpensArray(buf: Buffer, key: string, whole: boolean): boolean | undefined {
   const at = buf.indexOf(`"${key}"`);
+  if (at === -1) return whole ? false : undefined;
   let next = at + key.length + 2;
   while (isSpace(buf[next])) next++;
-  if (at === -1 || buf[next] !== 0x3a /* : */) throw new GatewayError('upstream_invalid_response', `the provider response has no "${key}" array`);
+  if (next >= buf.length) return whole ? false : undefined;
+  if (buf[next] !== 0x3a /* : */) return false;
   next++;
   while (isSpace(buf[next])) next++;
-  if (buf[next] !== 0x5b /* [ */) throw new GatewayError('upstream_invalid_response', `the provider response has no "${key}" array`);
-  // `usage` is a flat object of numbers: find it and parse only it.
+  if (next >= buf.length) return whole ? false : undefined;
+  return buf[next] === 0x5b; /* [ */
+}
+
+/**
+ * Usage from the last `"usage"` and the flat object after it. `buf` is the
+ * whole body or its last piece; for a piece, undefined when it holds no
+ * `"usage"` (one may be earlier). What follows a `"usage"` in the last piece
+ * is the rest of the body, so the object after it is decided there.
+ */
+function usageIn(buf: Buffer, whole: boolean): Usage | null | undefined {
   const usageAt = buf.lastIndexOf('"usage"');
-  if (usageAt === -1) return null;
+  if (usageAt === -1) return whole ? null : undefined;
   const open = buf.indexOf(0x7b, usageAt);
   const close = open === -1 ? -1 : buf.indexOf(0x7d, open);
   if (close === -1) return null;
@@ -72,11 +119,36 @@ export function usageOf(json: unknown): Usage | null {
 }
 
 /** Whether a 4xx body is JSON, to label it correctly when passing it through. */
-export function looksLikeJson(bytes: Uint8Array): boolean {
+export function looksLikeJson(body: readonly Uint8Array[]): boolean {
   try {
-    JSON.parse(decoder.decode(bytes));
+    JSON.parse(decoder.decode(contiguous(body)));
     return true;
   } catch {
     return false;
   }
+}
+
+/** Bodies up to this size are joined for a check in one buffer kept for it, not a new one each time. */
+const SCRATCH_BYTES = 1024 * 1024;
+let scratch: Buffer | null = null;
+
+/**
+ * The body in one run of bytes, for a check that reads it and lets go before
+ * it returns: one piece as it is, several copied into a scratch buffer
+ * reused by every check (the view must not outlive the check, and does not:
+ * nothing here keeps it). Only larger bodies get a buffer of their own.
+ */
+function contiguous(body: readonly Uint8Array[]): Uint8Array {
+  if (body.length === 1) return body[0] as Uint8Array;
+  let total = 0;
+  for (const piece of body) total += piece.byteLength;
+  let out: Uint8Array;
+  if (total > SCRATCH_BYTES) out = Buffer.allocUnsafeSlow(total);
+  else out = (scratch ??= Buffer.allocUnsafeSlow(SCRATCH_BYTES)).subarray(0, total);
+  let offset = 0;
+  for (const piece of body) {
+    out.set(piece, offset);
+    offset += piece.byteLength;
+  }
+  return out;
 }

@@ -4,7 +4,7 @@
  * frames. Calls are independent and concurrent; a call keeps the routing
  * config it started with even when a reload swaps it mid-flight.
  */
-import type { ChannelEnd, FrameSender } from '../protocol/channel.js';
+import { wholePayload, type ChannelEnd, type FrameSender, type Payload } from '../protocol/channel.js';
 import type { RoutingConfig } from '../protocol/config.js';
 import type { CallFrame, FromWorker, HeaderList, RouteLabels, ToWorker, Usage } from '../protocol/frames.js';
 import { GatewayError, isErrorCode, type ErrorCode } from '../src/errors.js';
@@ -32,10 +32,10 @@ export class WorkerSession {
     this.#port = channel((frame, payload) => this.#onFrame(frame, payload));
   }
 
-  #onFrame(frame: ToWorker, payload: Uint8Array | undefined): void {
+  #onFrame(frame: ToWorker, payload: Payload | undefined): void {
     switch (frame.t) {
       case 'call':
-        void this.#run(frame, payload ?? new Uint8Array(0));
+        void this.#run(frame, wholePayload(payload));
         return;
       case 'cancel':
         this.#calls.get(frame.id)?.control.abort(CANCELLED);
@@ -98,7 +98,7 @@ class FrameSink implements ResponseSink {
     readonly id: number,
   ) {}
 
-  reply(status: number, contentType: string, headers: HeaderList, body: Uint8Array, usage: Usage | null, upstreamMs: number): void {
+  reply(status: number, contentType: string, headers: HeaderList, body: Payload, usage: Usage | null, upstreamMs: number): void {
     if (this.#finish()) this.port.send({ t: 'reply', id: this.id, status, contentType, headers, labels: this.labels, usage, upstreamMs }, body);
   }
   head(headers: HeaderList): void {

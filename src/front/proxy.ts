@@ -7,10 +7,11 @@
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { ERRORS, errorBody, errorStatus, type ErrorCode } from '../errors.js';
 import type { EndFrame, FailFrame, HeadFrame, HeaderList, Operation, ReplyFrame, RouteLabels, Usage } from '../../protocol/frames.js';
+import type { Payload } from '../../protocol/channel.js';
 import type { CallHandlers } from '../supervisor/worker-pool.js';
 import { collectBody } from './body.js';
 import type { FrontContext } from './context.js';
-import { JSON_TYPE, send, sendError, writeHead, type Exchange } from './http.js';
+import { JSON_TYPE, send, sendError, sendPieces, writeHead, type Exchange } from './http.js';
 import type { KeptAlive } from './keepalive.js';
 import type { Interruptible } from './lifecycle.js';
 import type { RouteSpec } from './routes.js';
@@ -19,6 +20,7 @@ const SSE_HEADERS = ['cache-control', 'no-cache', 'x-accel-buffering', 'no'] as 
 const KEEPALIVE_COMMENT = ': keepalive\n\n';
 const RETRY_AFTER = ['retry-after', '1'] as const;
 const UNROUTED: RouteLabels = { model: 'unrouted', provider: 'none' };
+const EMPTY = new Uint8Array(0);
 
 /**
  * Handler for a provider route; the server has already checked the method
@@ -98,11 +100,18 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
 
   // ── CallHandlers: frames from the worker ──
 
-  reply(frame: ReplyFrame, body: Uint8Array): void {
+  reply(frame: ReplyFrame, body: Payload): void {
     this.#labels = frame.labels;
     this.#upstreamMs = frame.upstreamMs;
-    this.#bytesOut = body.length;
-    send(this.ex, frame.status, frame.contentType, body, frame.headers);
+    if (body instanceof Uint8Array || body.length <= 1) {
+      const bytes = body instanceof Uint8Array ? body : (body[0] ?? EMPTY);
+      this.#bytesOut = bytes.byteLength;
+      send(this.ex, frame.status, frame.contentType, bytes, frame.headers);
+    } else {
+      this.#bytesOut = 0;
+      for (const piece of body) this.#bytesOut += piece.byteLength;
+      sendPieces(this.ex, frame.status, frame.contentType, body, frame.headers);
+    }
     this.#usage = frame.usage;
     this.#finish(frame.status);
   }

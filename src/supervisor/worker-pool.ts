@@ -12,7 +12,7 @@ import { MessageChannel } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import type { Logger } from 'pino';
 import type { RoutingConfig } from '../../protocol/config.js';
-import { localChannel, type FrameSender } from '../../protocol/channel.js';
+import { localChannel, wholePayload, type FrameSender, type Payload } from '../../protocol/channel.js';
 import { FramePort } from '../../protocol/frame-port.js';
 import type { WorkerSession } from '../../workers/session.js';
 import {
@@ -31,7 +31,8 @@ import {
 
 /** What the front does with a call's answer; exactly one of reply/end/fail ends it. */
 export interface CallHandlers {
-  reply(frame: ReplyFrame, body: Uint8Array): void;
+  /** `body`: one buffer, or (inline) the upstream body in the pieces it was read in. */
+  reply(frame: ReplyFrame, body: Payload): void;
   head(frame: HeadFrame): void;
   data(bytes: Uint8Array): void;
   end(frame: EndFrame): void;
@@ -231,7 +232,7 @@ export class WorkerPool {
     this.#attach(slot);
   }
 
-  #onFrame(frame: FromWorker, payload: Uint8Array | undefined): void {
+  #onFrame(frame: FromWorker, payload: Payload | undefined): void {
     if (frame.t === 'pong' || frame.t === 'probed') {
       const done = this.#control.get(frame.id);
       this.#control.delete(frame.id);
@@ -244,13 +245,13 @@ export class WorkerPool {
     switch (frame.t) {
       case 'reply':
         this.#settle(frame.id, pending);
-        handlers.reply(frame, payload ?? new Uint8Array(0));
+        handlers.reply(frame, payload ?? []);
         return;
       case 'head':
         handlers.head(frame);
         return;
       case 'data':
-        if (payload) handlers.data(payload);
+        if (payload) handlers.data(wholePayload(payload));
         return;
       case 'end':
         this.#settle(frame.id, pending);

@@ -3,6 +3,7 @@
  * through the sink exactly once with `reply` or `fail`, or with `head`,
  * any number of `data`, then `end` or `fail`.
  */
+import type { Payload } from '../../protocol/channel.js';
 import type { Upstream } from '../../protocol/config.js';
 import type { HeaderList, Operation, Usage } from '../../protocol/frames.js';
 import type { ErrorCode } from '../../src/errors.js';
@@ -28,7 +29,8 @@ export interface ProviderCall {
 }
 
 export interface ResponseSink {
-  reply(status: number, contentType: string, headers: HeaderList, body: Uint8Array, usage: Usage | null, upstreamMs: number): void;
+  /** `body`: a buffer the sink may keep, or an upstream body's pieces as read (see Payload in protocol/channel.ts). */
+  reply(status: number, contentType: string, headers: HeaderList, body: Payload, usage: Usage | null, upstreamMs: number): void;
   head(headers: HeaderList): void;
   /** Whole SSE events, ready to write. */
   data(bytes: Uint8Array): void;
