@@ -104,7 +104,7 @@ class FrameSink implements ResponseSink {
   head(headers: HeaderList): void {
     if (!this.#done) this.port.send({ t: 'head', id: this.id, headers, labels: this.labels });
   }
-  data(bytes: Uint8Array): void {
+  data(bytes: Payload): void {
     if (!this.#done) this.port.send({ t: 'data', id: this.id }, bytes);
   }
   end(usage: Usage | null, upstreamMs: number): void {

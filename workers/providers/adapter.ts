@@ -32,8 +32,8 @@ export interface ResponseSink {
   /** `body`: a buffer the sink may keep, or an upstream body's pieces as read (see Payload in protocol/channel.ts). */
   reply(status: number, contentType: string, headers: HeaderList, body: Payload, usage: Usage | null, upstreamMs: number): void;
   head(headers: HeaderList): void;
-  /** Whole SSE events, ready to write. */
-  data(bytes: Uint8Array): void;
+  /** Whole SSE events, ready to write: a buffer the sink may keep, or pieces only read (see Payload). */
+  data(bytes: Payload): void;
   end(usage: Usage | null, upstreamMs: number): void;
   fail(error: { code: ErrorCode; message: string }): void;
 }

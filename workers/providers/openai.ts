@@ -102,8 +102,8 @@ async function relayEvents(exchange: UpstreamExchange, call: ProviderCall, sink:
       }
       usage = usageOf(json) ?? usage;
     }
-    // A copy of the chunk: the sink takes ownership of what it is given, and undici's read buffer is not ours to give.
-    sink.data(chunk ? new Uint8Array(chunk) : encoder.encode(serializeEvents(events)));
+    // The chunk as a piece: undici's read buffer is not ours to hand over (a thread hop copies it; in-thread it is only read).
+    sink.data(chunk ? [chunk] : encoder.encode(serializeEvents(events)));
   };
   const follow = (paused: boolean) => {
     if (paused) {
