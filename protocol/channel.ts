@@ -31,15 +31,23 @@ export function wholePayload(payload: Payload | undefined): Uint8Array {
 
 /** The pieces copied into one new buffer of exactly their length (not zero-filled: every byte is written). */
 export function joinPieces(pieces: readonly Uint8Array[]): Uint8Array {
+  return copyPieces(pieces, Buffer.allocUnsafeSlow(piecesLength(pieces)));
+}
+
+export function piecesLength(pieces: readonly Uint8Array[]): number {
   let total = 0;
   for (const piece of pieces) total += piece.byteLength;
-  const out = Buffer.allocUnsafeSlow(total);
+  return total;
+}
+
+/** Copies the pieces, in order, to the start of `into` (which must hold them all); returns the part they fill. */
+export function copyPieces(pieces: readonly Uint8Array[], into: Uint8Array): Uint8Array {
   let offset = 0;
   for (const piece of pieces) {
-    out.set(piece, offset);
+    into.set(piece, offset);
     offset += piece.byteLength;
   }
-  return out;
+  return into.subarray(0, offset);
 }
 
 const EMPTY = new Uint8Array(0);

@@ -3,6 +3,7 @@
  * response limit, and checked to be in the compatible format before they
  * are returned as a success.
  */
+import { copyPieces, piecesLength } from '../protocol/channel.js';
 import type { Operation, Usage } from '../protocol/frames.js';
 import { GatewayError } from '../src/errors.js';
 
@@ -20,9 +21,7 @@ export const FULL_CHECK_BYTES = 64 * 1024;
 /** Checks a success body (in the pieces it was read in) is the compatible format for `op`; returns its usage. */
 export function checkCompatible(op: Operation, body: readonly Uint8Array[]): Usage | null {
   const key = op === 'chat' ? 'choices' : 'data';
-  let total = 0;
-  for (const piece of body) total += piece.byteLength;
-  if (total > FULL_CHECK_BYTES) return checkByStructure(key, body);
+  if (piecesLength(body) > FULL_CHECK_BYTES) return checkByStructure(key, body);
   let json: unknown;
   try {
     json = JSON.parse(decoder.decode(contiguous(body)));
@@ -140,15 +139,6 @@ let scratch: Buffer | null = null;
  */
 function contiguous(body: readonly Uint8Array[]): Uint8Array {
   if (body.length === 1) return body[0] as Uint8Array;
-  let total = 0;
-  for (const piece of body) total += piece.byteLength;
-  let out: Uint8Array;
-  if (total > SCRATCH_BYTES) out = Buffer.allocUnsafeSlow(total);
-  else out = (scratch ??= Buffer.allocUnsafeSlow(SCRATCH_BYTES)).subarray(0, total);
-  let offset = 0;
-  for (const piece of body) {
-    out.set(piece, offset);
-    offset += piece.byteLength;
-  }
-  return out;
+  const total = piecesLength(body);
+  return copyPieces(body, total > SCRATCH_BYTES ? Buffer.allocUnsafeSlow(total) : (scratch ??= Buffer.allocUnsafeSlow(SCRATCH_BYTES)));
 }

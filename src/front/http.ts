@@ -5,6 +5,7 @@
  */
 import { STATUS_CODES } from 'node:http';
 import type { HttpResponse } from 'uWebSockets.js';
+import { copyPieces, piecesLength } from '../../protocol/channel.js';
 import { errorBody, errorStatus, type ErrorCode } from '../errors.js';
 import { SERVER_HEADER } from '../version.js';
 
@@ -71,16 +72,9 @@ let joinBuffer: Buffer | null = null;
  */
 export function sendPieces(ex: Exchange, status: number, contentType: string, pieces: readonly Uint8Array[], extra?: readonly string[]): void {
   if (ex.aborted) return;
-  let total = 0;
-  for (const piece of pieces) total += piece.byteLength;
+  const total = piecesLength(pieces);
   if (total <= JOIN_BYTES) {
-    const joined = (joinBuffer ??= Buffer.allocUnsafeSlow(JOIN_BYTES));
-    let offset = 0;
-    for (const piece of pieces) {
-      joined.set(piece, offset);
-      offset += piece.byteLength;
-    }
-    send(ex, status, contentType, joined.subarray(0, total), extra);
+    send(ex, status, contentType, copyPieces(pieces, (joinBuffer ??= Buffer.allocUnsafeSlow(JOIN_BYTES))), extra);
     return;
   }
   const { res } = ex;

@@ -7,7 +7,7 @@
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { ERRORS, errorBody, errorStatus, type ErrorCode } from '../errors.js';
 import type { EndFrame, FailFrame, HeadFrame, HeaderList, Operation, ReplyFrame, RouteLabels, Usage } from '../../protocol/frames.js';
-import type { Payload } from '../../protocol/channel.js';
+import { piecesLength, type Payload } from '../../protocol/channel.js';
 import type { CallHandlers } from '../supervisor/worker-pool.js';
 import { collectBody } from './body.js';
 import type { FrontContext } from './context.js';
@@ -108,8 +108,7 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
       this.#bytesOut = bytes.byteLength;
       send(this.ex, frame.status, frame.contentType, bytes, frame.headers);
     } else {
-      this.#bytesOut = 0;
-      for (const piece of body) this.#bytesOut += piece.byteLength;
+      this.#bytesOut = piecesLength(body);
       sendPieces(this.ex, frame.status, frame.contentType, body, frame.headers);
     }
     this.#usage = frame.usage;
