@@ -29,19 +29,42 @@ export function wholePayload(payload: Payload | undefined): Uint8Array {
   return joinPieces(payload);
 }
 
+export function payloadLength(payload: Payload): number {
+  return payload instanceof Uint8Array ? payload.byteLength : piecesLength(payload);
+}
+
 /** The pieces copied into one new buffer of exactly their length (not zero-filled: every byte is written). */
 export function joinPieces(pieces: readonly Uint8Array[]): Uint8Array {
   return copyPieces(pieces, Buffer.allocUnsafeSlow(piecesLength(pieces)));
 }
 
-export function piecesLength(pieces: readonly Uint8Array[]): number {
+/** Pieces up to this size are joined by `joinForNow` in one buffer per thread, reused by every call. */
+export const REUSED_JOIN_BYTES = 1024 * 1024;
+let reusedJoin: Buffer | null = null;
+
+/**
+ * The pieces in one run of bytes, valid only until the next call on this
+ * thread: one piece as it is; up to 1 MiB copied into a buffer reused by
+ * every call (no buffer the size of the body per request); more, into a new
+ * one. For a caller that is done with the bytes before it returns: a body
+ * check, or uWS's `end`, which sends or copies every byte before returning.
+ */
+export function joinForNow(pieces: readonly Uint8Array[]): Uint8Array {
+  if (pieces.length === 1) return pieces[0] as Uint8Array;
+  if (pieces.length === 0) return EMPTY;
+  const total = piecesLength(pieces);
+  if (total > REUSED_JOIN_BYTES) return joinPieces(pieces);
+  return copyPieces(pieces, (reusedJoin ??= Buffer.allocUnsafeSlow(REUSED_JOIN_BYTES)));
+}
+
+function piecesLength(pieces: readonly Uint8Array[]): number {
   let total = 0;
   for (const piece of pieces) total += piece.byteLength;
   return total;
 }
 
 /** Copies the pieces, in order, to the start of `into` (which must hold them all); returns the part they fill. */
-export function copyPieces(pieces: readonly Uint8Array[], into: Uint8Array): Uint8Array {
+function copyPieces(pieces: readonly Uint8Array[], into: Uint8Array): Uint8Array {
   let offset = 0;
   for (const piece of pieces) {
     into.set(piece, offset);

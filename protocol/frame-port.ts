@@ -44,8 +44,7 @@ export class FramePort<In, Out> implements FrameSender<Out> {
     let index = -1;
     if (payload !== undefined) {
       index = this.#payloads.length;
-      // Uint8Array's slice copies; a Buffer's own slice() would only make another view.
-      this.#payloads.push(!(payload instanceof Uint8Array) ? joinPieces(payload) : ownsItsBuffer(payload) ? payload : Uint8Array.prototype.slice.call(payload));
+      this.#payloads.push(transferable(payload));
     }
     this.#metas.push(frame, index);
     if (!this.#scheduled) {
@@ -77,6 +76,13 @@ export class FramePort<In, Out> implements FrameSender<Out> {
     this.#closed = true;
     this.#port.close();
   }
+}
+
+/** Bytes this port may transfer: the payload's own buffer when it spans it, else a copy. */
+function transferable(payload: Payload): Uint8Array {
+  if (!(payload instanceof Uint8Array)) return joinPieces(payload);
+  // Uint8Array's slice copies; a Buffer's own slice() would only make another view.
+  return ownsItsBuffer(payload) ? payload : Uint8Array.prototype.slice.call(payload);
 }
 
 /** True when the view spans its whole ArrayBuffer, so transferring it moves exactly these bytes. */

@@ -3,7 +3,7 @@
  * response limit, and checked to be in the compatible format before they
  * are returned as a success.
  */
-import { copyPieces, piecesLength } from '../protocol/channel.js';
+import { joinForNow, payloadLength } from '../protocol/channel.js';
 import type { Operation, Usage } from '../protocol/frames.js';
 import { GatewayError } from '../src/errors.js';
 
@@ -21,10 +21,10 @@ export const FULL_CHECK_BYTES = 64 * 1024;
 /** Checks a success body (in the pieces it was read in) is the compatible format for `op`; returns its usage. */
 export function checkCompatible(op: Operation, body: readonly Uint8Array[]): Usage | null {
   const key = op === 'chat' ? 'choices' : 'data';
-  if (piecesLength(body) > FULL_CHECK_BYTES) return checkByStructure(key, body);
+  if (payloadLength(body) > FULL_CHECK_BYTES) return checkByStructure(key, body);
   let json: unknown;
   try {
-    json = JSON.parse(decoder.decode(contiguous(body)));
+    json = JSON.parse(decoder.decode(joinForNow(body)));
   } catch {
     throw new GatewayError('upstream_invalid_response', 'the provider response is not JSON');
   }
@@ -41,7 +41,7 @@ const asBuffer = (bytes: Uint8Array): Buffer => Buffer.from(bytes.buffer, bytes.
  * A JSON object whose `key` opens an array, checked without parsing it; usage
  * from the `usage` object alone. The key is looked for in the first piece and
  * usage in the last, where every answer seen has them; only when either is
- * not decided there is the body joined (in a scratch buffer) and searched whole.
+ * not decided there is the body joined (joinForNow) and searched whole.
  */
 function checkByStructure(key: string, body: readonly Uint8Array[]): Usage | null {
   if (firstByte(body) !== 0x7b || lastByte(body) !== 0x7d) throw new GatewayError('upstream_invalid_response', 'the provider response is not a JSON object');
@@ -49,7 +49,7 @@ function checkByStructure(key: string, body: readonly Uint8Array[]): Usage | nul
   let opens = keyOpensArray(asBuffer(body[0] as Uint8Array), key, whole);
   let usage = usageIn(asBuffer(body[body.length - 1] as Uint8Array), whole);
   if (opens === undefined || usage === undefined) {
-    const joined = asBuffer(contiguous(body));
+    const joined = asBuffer(joinForNow(body));
     opens ??= keyOpensArray(joined, key, true);
     if (usage === undefined) usage = usageIn(joined, true);
   }
@@ -120,25 +120,9 @@ export function usageOf(json: unknown): Usage | null {
 /** Whether a 4xx body is JSON, to label it correctly when passing it through. */
 export function looksLikeJson(body: readonly Uint8Array[]): boolean {
   try {
-    JSON.parse(decoder.decode(contiguous(body)));
+    JSON.parse(decoder.decode(joinForNow(body)));
     return true;
   } catch {
     return false;
   }
-}
-
-/** Bodies up to this size are joined for a check in one buffer kept for it, not a new one each time. */
-const SCRATCH_BYTES = 1024 * 1024;
-let scratch: Buffer | null = null;
-
-/**
- * The body in one run of bytes, for a check that reads it and lets go before
- * it returns: one piece as it is, several copied into a scratch buffer
- * reused by every check (the view must not outlive the check, and does not:
- * nothing here keeps it). Only larger bodies get a buffer of their own.
- */
-function contiguous(body: readonly Uint8Array[]): Uint8Array {
-  if (body.length === 1) return body[0] as Uint8Array;
-  const total = piecesLength(body);
-  return copyPieces(body, total > SCRATCH_BYTES ? Buffer.allocUnsafeSlow(total) : (scratch ??= Buffer.allocUnsafeSlow(SCRATCH_BYTES)));
 }

@@ -5,7 +5,7 @@
  */
 import { STATUS_CODES } from 'node:http';
 import type { HttpResponse } from 'uWebSockets.js';
-import { copyPieces, piecesLength } from '../../protocol/channel.js';
+import { joinForNow, payloadLength, REUSED_JOIN_BYTES, type Payload } from '../../protocol/channel.js';
 import { errorBody, errorStatus, type ErrorCode } from '../errors.js';
 import { SERVER_HEADER } from '../version.js';
 
@@ -56,35 +56,29 @@ export function send(ex: Exchange, status: number, contentType: string, body: st
   ex.onSent?.(status);
 }
 
-/** Bodies in pieces up to this size are joined in one buffer kept for it, then written with `end`. */
-const JOIN_BYTES = 1024 * 1024;
-let joinBuffer: Buffer | null = null;
-
 /**
- * Sends a whole response given in pieces (an upstream body as it was read)
- * without a new buffer for it: a new buffer the size of the body per request
- * (226 KB for an embeddings answer) made V8 collect every ~50 ms. Up to 1 MiB
- * the pieces are copied into one buffer reused by every response and written
- * with `end`, which sends or copies every byte before it returns (uWS keeps
- * no reference to it), so the buffer is free again at once. Larger bodies go
- * piece by piece under one Content-Length (tryEnd), resumed as the socket
- * drains: one send per piece, but no copy of a body that may be 64 MiB.
+ * Sends a whole response: one buffer, or an upstream body in the pieces it
+ * was read in (inline mode), without a new buffer the size of the body: that
+ * per request (226 KB for an embeddings answer) made V8 collect every ~50 ms.
+ * Pieces up to 1 MiB are joined in the thread's reused buffer (joinForNow)
+ * and written with `end`, which sends or copies every byte before it returns.
+ * Larger bodies go piece by piece under one Content-Length (tryEnd), resumed
+ * as the socket drains: one send per piece, but no copy of a body that may
+ * be 64 MiB.
  */
-export function sendPieces(ex: Exchange, status: number, contentType: string, pieces: readonly Uint8Array[], extra?: readonly string[]): void {
+export function sendBody(ex: Exchange, status: number, contentType: string, body: Payload, extra?: readonly string[]): void {
+  if (body instanceof Uint8Array) return send(ex, status, contentType, body, extra);
+  const total = payloadLength(body);
+  if (total <= REUSED_JOIN_BYTES || body.length === 1) return send(ex, status, contentType, joinForNow(body), extra);
   if (ex.aborted) return;
-  const total = piecesLength(pieces);
-  if (total <= JOIN_BYTES) {
-    send(ex, status, contentType, copyPieces(pieces, (joinBuffer ??= Buffer.allocUnsafeSlow(JOIN_BYTES))), extra);
-    return;
-  }
   const { res } = ex;
   let index = 0;
   /** Body offset of pieces[index]. */
   let start = 0;
   /** Writes on from uWS's write offset; false when the socket is full (called again when it drains). */
   const pump = (): boolean => {
-    while (index < pieces.length) {
-      const piece = pieces[index] as Uint8Array;
+    while (index < body.length) {
+      const piece = body[index] as Uint8Array;
       const written = res.getWriteOffset() - start;
       const [ok, done] = res.tryEnd(written > 0 ? piece.subarray(written) : piece, total);
       if (done) return true;

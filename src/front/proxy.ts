@@ -7,11 +7,11 @@
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { ERRORS, errorBody, errorStatus, type ErrorCode } from '../errors.js';
 import type { EndFrame, FailFrame, HeadFrame, HeaderList, Operation, ReplyFrame, RouteLabels, Usage } from '../../protocol/frames.js';
-import { piecesLength, type Payload } from '../../protocol/channel.js';
+import { payloadLength, type Payload } from '../../protocol/channel.js';
 import type { CallHandlers } from '../supervisor/worker-pool.js';
 import { collectBody } from './body.js';
 import type { FrontContext } from './context.js';
-import { JSON_TYPE, send, sendError, sendPieces, writeHead, type Exchange } from './http.js';
+import { JSON_TYPE, send, sendBody, sendError, writeHead, type Exchange } from './http.js';
 import type { KeptAlive } from './keepalive.js';
 import type { Interruptible } from './lifecycle.js';
 import type { RouteSpec } from './routes.js';
@@ -20,7 +20,6 @@ const SSE_HEADERS = ['cache-control', 'no-cache', 'x-accel-buffering', 'no'] as 
 const KEEPALIVE_COMMENT = ': keepalive\n\n';
 const RETRY_AFTER = ['retry-after', '1'] as const;
 const UNROUTED: RouteLabels = { model: 'unrouted', provider: 'none' };
-const EMPTY = new Uint8Array(0);
 
 /**
  * Handler for a provider route; the server has already checked the method
@@ -103,14 +102,8 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
   reply(frame: ReplyFrame, body: Payload): void {
     this.#labels = frame.labels;
     this.#upstreamMs = frame.upstreamMs;
-    if (body instanceof Uint8Array || body.length <= 1) {
-      const bytes = body instanceof Uint8Array ? body : (body[0] ?? EMPTY);
-      this.#bytesOut = bytes.byteLength;
-      send(this.ex, frame.status, frame.contentType, bytes, frame.headers);
-    } else {
-      this.#bytesOut = piecesLength(body);
-      sendPieces(this.ex, frame.status, frame.contentType, body, frame.headers);
-    }
+    this.#bytesOut = payloadLength(body);
+    sendBody(this.ex, frame.status, frame.contentType, body, frame.headers);
     this.#usage = frame.usage;
     this.#finish(frame.status);
   }
