@@ -1,7 +1,7 @@
 // A/B: several gateway variants (builds, modes, flags, env) started side by side on CPU 1 and
 // loaded one at a time in interleaved rounds, so the noise of a shared machine falls on all of
 // them alike. Prints per variant the median (and best) req/s and CPU per request; the first
-// round is JIT warm-up and is dropped.
+// round is JIT warm-up and is dropped. The peak RSS (VmHWM) covers every round.
 //
 //   npm run build && taskset -c 0 node loadtest/ab.mjs '<variants JSON>'
 //   variants: [{ "name": "before", "cwd": "/tmp/before" }, { "name": "after" },
@@ -49,6 +49,8 @@ async function start(cpu, args, env, cwd, readyPath, stdout = 'ignore') {
   }
   throw new Error(`${args(port).join(' ')}: not ready after 30 s`);
 }
+/** The process's peak resident set (VmHWM), in MB. */
+const peakMb = (pid) => Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
 const cpuMs = (pid) => {
   const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
   return ((Number(f[11]) + Number(f[12])) * 1000) / CLK_TCK;
@@ -87,8 +89,8 @@ for (let r = 0; r < rounds; r++) {
 }
 const kept = (a) => a.slice(1).sort((x, y) => x - y);
 const median = (a) => kept(a)[Math.floor(kept(a).length / 2)];
-console.log(`${route} at concurrency ${connections}, ${rounds - 1} rounds of ${seconds} s kept (median, best):`);
+console.log(`${route} at concurrency ${connections}, ${rounds - 1} rounds of ${seconds} s kept (median, best; peak RSS over all rounds):`);
 for (const g of gateways) {
-  console.log(`${g.v.name.padEnd(24)} ${median(g.rps).toFixed(0).padStart(6)} req/s (best ${Math.max(...kept(g.rps)).toFixed(0)})  CPU ${median(g.cpu).toFixed(0)} µs/req (best ${Math.min(...kept(g.cpu)).toFixed(0)})  p50 ${median(g.p50).toFixed(0)} µs  p99 ${median(g.p99).toFixed(0)} µs`);
+  console.log(`${g.v.name.padEnd(24)} ${median(g.rps).toFixed(0).padStart(6)} req/s (best ${Math.max(...kept(g.rps)).toFixed(0)})  CPU ${median(g.cpu).toFixed(0)} µs/req (best ${Math.min(...kept(g.cpu)).toFixed(0)})  p50 ${median(g.p50).toFixed(0)} µs  p99 ${median(g.p99).toFixed(0)} µs  peak ${peakMb(g.child.pid).toFixed(0)} MB`);
 }
 process.exit(0);
