@@ -20,17 +20,20 @@ import { joinPieces, type FrameHandler, type FrameSender, type Payload } from '.
 
 type Where = -1 | number | RingRecord;
 
-/** The byte ring a port lends payloads through: the writing side, or the reading side. */
-export type PortRing<Out> =
-  | { readonly writer: RingWriter; readonly lends: (frame: Out) => boolean }
-  | { readonly reader: RingReader };
+/** A worker's port: the ring it writes, and which frames' payloads it may lend through it. */
+export interface Lending<Out> {
+  readonly writer: RingWriter;
+  readonly lends: (frame: Out) => boolean;
+}
+
+/** The byte ring a port lends payloads through (a worker's port), or reads lent ones from (the front's). */
+export type PortRing<Out> = Lending<Out> | { readonly reader: RingReader };
 
 const packr = new Packr({ useRecords: false, moreTypes: false });
 
 export class FramePort<In, Out> implements FrameSender<Out> {
   readonly #port: MessagePort;
-  /** Lends through a ring (a worker's port). */
-  readonly #lending: { readonly writer: RingWriter; readonly lends: (frame: Out) => boolean } | null;
+  readonly #lending: Lending<Out> | null;
   #metas: unknown[] = [];
   #payloads: Uint8Array[] = [];
   #scheduled = false;
@@ -59,11 +62,11 @@ export class FramePort<In, Out> implements FrameSender<Out> {
   }
 
   /**
-   * Queues a frame. A lent payload is copied into the ring when it fits;
-   * else a single buffer is transferred when the
-   * view spans it (else its bytes are copied), and pieces, someone else's,
-   * are copied, joined into one buffer: transferring undici's read buffer
-   * detaches it under the parser that is still reading it.
+   * Queues a frame. A lent payload is copied into the ring when it fits.
+   * Else a single buffer is transferred when the view spans it (else its
+   * bytes are copied), and pieces, someone else's, are copied, joined into
+   * one buffer: transferring undici's read buffer detaches it under the
+   * parser that is still reading it.
    */
   send(frame: Out, payload?: Payload): void {
     if (this.#closed) return;

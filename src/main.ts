@@ -14,10 +14,13 @@ import { SERVER_HEADER } from './version.js';
 // above it. Node's per-read socket buffers are external memory: under embeddings load the
 // worker passed that limit every ~100 ms, and spent a fifth of its CPU marking. A growing
 // factor of 4 (limit ~40 MB) makes full GCs 3x rarer: embeddings +30 % with one worker,
-// +7 % inline, for 7-14 MB more peak RSS (loadtest/RESULTS.md). Read at every full GC, so it
+// +7 % inline, for more peak RSS (docs/OPERATIONS.md, Sizing). Read at every full GC, so it
 // can be set here, once for every way of starting; the semi-space size (package.json start,
-// Dockerfile) is fixed when the heap is made and has to be on the command line.
-setFlagsFromString('--heap-growing-percent=300');
+// Dockerfile) is fixed when the heap is made and has to be on the command line. A growing
+// factor given on the command line wins (`--heap-growing-percent=0`: V8's own).
+if (!process.execArgv.some((arg) => /^--heap[-_]growing[-_]percent\b/.test(arg))) {
+  setFlagsFromString('--heap-growing-percent=300');
+}
 
 let config: GatewayConfig;
 try {

@@ -46,9 +46,11 @@ export interface CallHandlers {
 
 /**
  * Each worker's byte ring (protocol/byte-ring.ts): answers up to a quarter
- * of it travel without a new buffer. Pages are touched only as used.
+ * of it (1 MiB) travel without a new buffer. Its pages count towards RSS
+ * once used: at most 4 MiB per worker. 8 MiB and 2 MiB measured the same
+ * embeddings throughput (loadtest/ab.mjs, within the host's noise).
  */
-const ANSWER_RING_BYTES = 8 * 1024 * 1024;
+const ANSWER_RING_BYTES = 4 * 1024 * 1024;
 
 /** See the Piscina options below; loadtest/RESULTS.md has the RSS it saves. */
 const WORKER_YOUNG_GENERATION_MB = 12;
