@@ -52,9 +52,10 @@ export class RingWriter extends RingView {
   }
 
   /**
-   * Copies the bytes (one buffer or its pieces) into the ring as one record and returns it, or null
-   * when it is larger than `maxRecord` or the reader has not yet released
-   * enough room (the caller sends the bytes another way).
+   * Copies the bytes (one buffer, or its pieces) into the ring as one
+   * record and returns it; null when they are more than `maxRecord` or the
+   * reader has not yet released enough room (the caller sends them another
+   * way).
    */
   write(bytes: Uint8Array | readonly Uint8Array[]): RingRecord | null {
     const pieces = bytes instanceof Uint8Array ? [bytes] : bytes;
@@ -73,7 +74,7 @@ export class RingWriter extends RingView {
     for (const piece of pieces) {
       // Not set() (nor Buffer's copy(), which is set()): into shared memory V8 copies with
       // relaxed atomics, byte by byte for an unaligned source: 1.5-3 GB/s, ~18 % of the
-      // worker's CPU under embeddings load. fill() with a buffer of exactly the span's
+      // process's CPU under embeddings load. fill() with a buffer of exactly the span's
       // length is one native memcpy (18-23 GB/s).
       if (piece.byteLength > 0) this.bytes.fill(piece, offset, offset + piece.byteLength);
       offset += piece.byteLength;
