@@ -511,7 +511,6 @@ npm run bench                  # = npm run --silent build && taskset -c ${LOAD_C
 taskset -c ${LOAD_CPU} node loadtest/upstream.mjs <port>               # SLOW_CHUNKS=${slowChunks} SLOW_INTERVAL_MS=${slowInterval}
 GATEWAY_CONFIG=<tmp>/bench.yaml GATEWAY_API_KEY=${KEY} HOST=127.0.0.1 PORT=<port> LOG_LEVEL=info GATEWAY_WORKERS=1 taskset -c ${GATEWAY_CPU} node --max-semi-space-size=4 dist/src/main.js
 GATEWAY_CONFIG=<tmp>/bench.yaml GATEWAY_API_KEY=${KEY} HOST=127.0.0.1 PORT=<port> LOG_LEVEL=info GATEWAY_WORKERS=0 taskset -c ${GATEWAY_CPU} node --max-semi-space-size=4 dist/src/main.js
-# (src/main.ts sets V8's --initial-old-space-size=64 for the worker threads itself, as in production)
 ${portkey.script ? `NODE_ENV=production taskset -c ${GATEWAY_CPU} node ${portkey.script} --port=<port> --headless` : '# Portkey: not installed, not run'}
 \`\`\`
 

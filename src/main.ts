@@ -2,27 +2,11 @@
  * Process entry: load and validate the config, start the gateway, wire
  * signals. Wiring only; everything it calls lives in its own module.
  */
-import { setFlagsFromString } from 'node:v8';
 import { ConfigError, loadConfig, type GatewayConfig } from './config/load.js';
 import { startGateway } from './gateway.js';
 import { createLogger, flushLogs } from './logging.js';
 import { UWS_NATIVE } from './front/server.js';
 import { SERVER_HEADER } from './version.js';
-
-// V8 starts a full GC once the old generation plus the external memory allocated since the
-// last one passes a limit that, for a live heap as small as a worker's (~10 MB), is only ~12 MB
-// above it. Node's per-read socket buffers are external memory: under embeddings load a worker
-// passed that limit every ~100 ms and spent a fifth of its CPU marking. An initial old space of
-// 64 MB is also a floor under that limit, so a worker's full GCs become rare (0 in 8.5 s of
-// embeddings against 60): +35 % embeddings with one worker, as much as a growing factor of 4
-// on every isolate gave, without letting the front's heap grow too (docs/OPERATIONS.md,
-// Sizing). Flags are read when an isolate is made, so set here it reaches the worker threads
-// only, made after this; the front thread's heap already exists, and needs no room since
-// answers reach it through the byte ring, not as buffers of its own. One given on the
-// command line wins.
-if (!process.execArgv.some((arg) => /^--initial[-_]old[-_]space[-_]size\b/.test(arg))) {
-  setFlagsFromString('--initial-old-space-size=64');
-}
 
 let config: GatewayConfig;
 try {

@@ -3,7 +3,7 @@
  * reach the front in shared memory, lent until written to the client
  * (protocol/byte-ring.ts); larger ones, or ones the ring has no room for
  * yet, are handed over as before. Many concurrent answers of mixed sizes,
- * several times the ring's 4 MiB in flight, each arrive exactly as the upstream
+ * many times the ring's 1 MiB in flight, each arrive exactly as the upstream
  * sent them: no answer is overwritten by the next before it was written.
  */
 import OpenAI from 'openai';
@@ -35,7 +35,7 @@ describe('whole answers through a worker byte ring', () => {
     const expected = await Promise.all(list.map((ask) => direct.embeddings.create({ model: 'fake-embed', ...ask })));
     const answerBytes = expected.reduce((n, e) => n + JSON.stringify(e).length, 0);
     expect(answerBytes).toBeGreaterThan(4 * 4 * 1024 * 1024);
-    // Some answers are over the ring's largest record (1 MiB) and take the other way.
+    // Many answers are over the ring's largest record (256 KiB) and take the other way.
     expect(Math.max(...expected.map((e) => JSON.stringify(e).length))).toBeGreaterThan(2 * 1024 * 1024);
 
     for (let round = 0; round < 2; round++) {

@@ -46,11 +46,14 @@ export interface CallHandlers {
 
 /**
  * Each worker's byte ring (protocol/byte-ring.ts): answers up to a quarter
- * of it (1 MiB) travel without a new buffer. Its pages count towards RSS
- * once used: at most 4 MiB per worker. 8 MiB and 2 MiB measured the same
- * embeddings throughput (loadtest/ab.mjs, within the host's noise).
+ * of it (256 KiB: an embeddings answer of 16×1536 floats is 226 KB) travel
+ * without a new buffer. Rings of 1, 2, 4 and 8 MiB measured the same
+ * embeddings throughput (loadtest/ab.mjs, within the host's noise). Its
+ * pages count towards RSS once written: the smallest is used up within
+ * seconds of load, where 4 MiB ones were still growing in the soak
+ * (test/stress) after its warm-up.
  */
-const ANSWER_RING_BYTES = 4 * 1024 * 1024;
+const ANSWER_RING_BYTES = 1024 * 1024;
 
 /** See the Piscina options below; loadtest/RESULTS.md has the RSS it saves. */
 const WORKER_YOUNG_GENERATION_MB = 12;
