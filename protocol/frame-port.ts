@@ -4,84 +4,49 @@
  * thread instead of many); their metadata is one msgpackr record list and
  * their payloads are transferred, not copied.
  *
- * A worker's port also has a byte ring (byte-ring.ts) shared with the
- * front's: the payloads of frames the protocol lends (frames.ts, `lends`)
- * are copied into it instead of transferred when they fit, and the front's
- * port releases them once its handler has returned.
- *
  * Wire shape of one posted message: `[meta, ...payloads]`, where `meta`
- * packs `[frame, where, frame, where, …]` and `where` is -1 (no payload),
- * a position in `payloads`, or a ring record `[end, length]`.
+ * packs `[frame, payloadIndex, frame, payloadIndex, …]` and payloadIndex is
+ * the position in `payloads` or -1.
  */
 import type { MessagePort } from 'node:worker_threads';
 import { Packr } from 'msgpackr';
-import type { RingReader, RingRecord, RingWriter } from './byte-ring.js';
 import { joinPieces, type FrameHandler, type FrameSender, type Payload } from './channel.js';
-
-type Where = -1 | number | RingRecord;
-
-/** A worker's port: the ring it writes, and which frames' payloads it may lend through it. */
-export interface Lending<Out> {
-  readonly writer: RingWriter;
-  readonly lends: (frame: Out) => boolean;
-}
-
-/** The byte ring a port lends payloads through (a worker's port), or reads lent ones from (the front's). */
-export type PortRing<Out> = Lending<Out> | { readonly reader: RingReader };
 
 const packr = new Packr({ useRecords: false, moreTypes: false });
 
 export class FramePort<In, Out> implements FrameSender<Out> {
   readonly #port: MessagePort;
-  readonly #lending: Lending<Out> | null;
   #metas: unknown[] = [];
   #payloads: Uint8Array[] = [];
   #scheduled = false;
   #closed = false;
 
-  constructor(port: MessagePort, onFrame: FrameHandler<In>, ring?: PortRing<Out>) {
+  constructor(port: MessagePort, onFrame: FrameHandler<In>) {
     this.#port = port;
-    this.#lending = ring && 'writer' in ring ? ring : null;
-    const reader = ring && 'reader' in ring ? ring.reader : null;
     port.on('message', (message: Uint8Array[]) => {
       const [meta, ...payloads] = message;
       const list = packr.unpack(meta as Uint8Array) as unknown[];
-      let lent: RingRecord | null = null;
-      try {
-        for (let i = 0; i < list.length; i += 2) {
-          const where = list[i + 1] as Where;
-          let payload: Payload | undefined;
-          if (typeof where === 'number') payload = where >= 0 ? payloads[where] : undefined;
-          else payload = (reader as RingReader).view((lent = where));
-          onFrame(list[i] as In, payload);
-        }
-      } finally {
-        if (lent) (reader as RingReader).release(lent);
+      for (let i = 0; i < list.length; i += 2) {
+        const index = list[i + 1] as number;
+        onFrame(list[i] as In, index >= 0 ? payloads[index] : undefined);
       }
     });
   }
 
   /**
-   * Queues a frame. A lent payload is copied into the ring when it fits.
-   * Else a single buffer is transferred when the view spans it (else its
-   * bytes are copied), and pieces, someone else's, are copied, joined into
-   * one buffer: transferring undici's read buffer detaches it under the
-   * parser that is still reading it.
+   * Queues a frame. A single buffer is transferred when the view spans it
+   * (else its bytes are copied); pieces are someone else's and are always
+   * copied, joined into one buffer: transferring undici's read buffer
+   * detaches it under the parser that is still reading it.
    */
   send(frame: Out, payload?: Payload): void {
     if (this.#closed) return;
-    let where: Where = -1;
+    let index = -1;
     if (payload !== undefined) {
-      const lending = this.#lending;
-      const record = lending && lending.lends(frame) ? lending.writer.write(payload) : null;
-      if (record) {
-        where = record;
-      } else {
-        where = this.#payloads.length;
-        this.#payloads.push(transferable(payload));
-      }
+      index = this.#payloads.length;
+      this.#payloads.push(transferable(payload));
     }
-    this.#metas.push(frame, where);
+    this.#metas.push(frame, index);
     if (!this.#scheduled) {
       this.#scheduled = true;
       setImmediate(this.#flush);

@@ -1,9 +1,8 @@
 /**
  * The thread protocol: every message between the front thread and a provider
- * worker. Frames are small metadata records (msgpackr-encoded, see
- * frame-port.ts); bodies and chunks travel beside them as transferred byte
- * buffers, except a reply's body, which the worker lends the front through
- * its byte ring (`lends` below, byte-ring.ts).
+ * worker. Frames are small metadata records (msgpackr-encoded, see codec.ts);
+ * bodies and chunks travel beside them as transferred byte buffers, so
+ * bytes cross the thread boundary once and are moved, not copied.
  *
  * A request's life, front → worker → front:
  *
@@ -115,21 +114,9 @@ export interface ProbedFrame {
 
 export type FromWorker = ReplyFrame | HeadFrame | DataFrame | EndFrame | FailFrame | PongFrame | ProbedFrame;
 
-/**
- * Frames whose payload the worker lends the front through its byte ring
- * (byte-ring.ts) instead of handing it over: valid only until the front's
- * handler returns. A reply's body is written to the client before then; a
- * stream's data may be held past it (the held head), so it is handed over.
- */
-export function lends(frame: FromWorker): boolean {
-  return frame.t === 'reply';
-}
-
 /** The data a front thread hands a worker when it attaches to it (a piscina task). */
 export interface AttachTask {
   readonly protocol: number;
   readonly port: MessagePort;
-  /** The byte ring the worker lends its answers through (protocol/byte-ring.ts). */
-  readonly ring: SharedArrayBuffer;
   readonly routing: RoutingConfig;
 }

@@ -6,16 +6,15 @@
  * costs a task round trip and a channel set-up). Piscina still owns the
  * threads: it starts them, and replaces one that dies.
  */
-import { RingWriter } from '../protocol/byte-ring.js';
 import { FramePort } from '../protocol/frame-port.js';
-import { lends, PROTOCOL_VERSION, type AttachTask, type FromWorker, type ToWorker } from '../protocol/frames.js';
+import { PROTOCOL_VERSION, type AttachTask, type FromWorker, type ToWorker } from '../protocol/frames.js';
 import { WorkerSession } from './session.js';
 
 export default function attach(task: AttachTask): Promise<void> {
   if (task.protocol !== PROTOCOL_VERSION) {
     throw new Error(`protocol mismatch: front speaks ${task.protocol}, worker speaks ${PROTOCOL_VERSION}`);
   }
-  new WorkerSession((onFrame) => new FramePort<ToWorker, FromWorker>(task.port, onFrame, { writer: new RingWriter(task.ring), lends }), task.routing);
+  new WorkerSession((onFrame) => new FramePort<ToWorker, FromWorker>(task.port, onFrame), task.routing);
   // The task lasts as long as the port: the front closes it when the pool closes.
   return new Promise((resolve) => task.port.once('close', () => resolve()));
 }

@@ -13,7 +13,6 @@ import { Piscina } from 'piscina';
 import type { Logger } from 'pino';
 import type { RoutingConfig } from '../../protocol/config.js';
 import { localChannel, wholePayload, type FrameSender, type Payload } from '../../protocol/channel.js';
-import { createRing, RingReader } from '../../protocol/byte-ring.js';
 import { FramePort } from '../../protocol/frame-port.js';
 import type { WorkerSession } from '../../workers/session.js';
 import {
@@ -32,28 +31,13 @@ import {
 
 /** What the front does with a call's answer; exactly one of reply/end/fail ends it. */
 export interface CallHandlers {
-  /**
-   * `body`: one buffer, lent (frames.ts `lends`: valid until this returns),
-   * or (inline) the upstream body in the pieces it was read in, undici's
-   * own read buffers, which may be kept.
-   */
+  /** `body`: one buffer, or (inline) the upstream body in the pieces it was read in. */
   reply(frame: ReplyFrame, body: Payload): void;
   head(frame: HeadFrame): void;
   data(bytes: Uint8Array): void;
   end(frame: EndFrame): void;
   fail(frame: FailFrame): void;
 }
-
-/**
- * Each worker's byte ring (protocol/byte-ring.ts): answers up to a quarter
- * of it (256 KiB: an embeddings answer of 16×1536 floats is 226 KB) travel
- * without a new buffer. Rings of 1, 2, 4 and 8 MiB measured the same
- * embeddings throughput (loadtest/ab.mjs, within the host's noise). Its
- * pages count towards RSS once written: the smallest is used up within
- * seconds of load, where 4 MiB ones were still growing in the soak
- * (test/stress) after its warm-up.
- */
-const ANSWER_RING_BYTES = 1024 * 1024;
 
 /** See the Piscina options below; loadtest/RESULTS.md has the RSS it saves. */
 const WORKER_YOUNG_GENERATION_MB = 12;
@@ -226,9 +210,8 @@ export class WorkerPool {
 
   #attach(slot: Slot): void {
     const { port1, port2 } = new MessageChannel();
-    const ring = createRing(ANSWER_RING_BYTES);
-    slot.port = new FramePort<FromWorker, ToWorker>(port1, (frame, payload) => this.#onFrame(frame, payload), { reader: new RingReader(ring) });
-    const task: AttachTask = { protocol: PROTOCOL_VERSION, port: port2 as unknown as AttachTask['port'], ring, routing: this.#routing };
+    slot.port = new FramePort<FromWorker, ToWorker>(port1, (frame, payload) => this.#onFrame(frame, payload));
+    const task: AttachTask = { protocol: PROTOCOL_VERSION, port: port2 as unknown as AttachTask['port'], routing: this.#routing };
     (this.#piscina as Piscina).run(task, { transferList: [port2] as never }).then(
       () => this.#detached(slot, null),
       (err: unknown) => this.#detached(slot, err),
