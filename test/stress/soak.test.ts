@@ -1,19 +1,31 @@
 /**
  * Soak (docs/RESILIENCE.md, "Soak"): a bounded run of mixed traffic against
- * ONE gateway started as its own process (`node dist/src/main.js`, 2 worker
- * threads), so the RSS and the file descriptors measured are the gateway's
- * alone, not this vitest process's (which runs the fake upstream and the
- * load). Mix: non-streamed chat, streamed chat, embeddings (each both
+ * ONE gateway started as its own process, exactly as `npm start` runs it
+ * (`node --max-semi-space-size=4 dist/src/main.js`, 2 worker threads), so
+ * the RSS and the file descriptors measured are the gateway's alone, not
+ * this vitest process's (which runs the fake upstream and the load). Mix: non-streamed chat, streamed chat, embeddings (each both
  * upstream-backed and on the mock provider), /health/live, /ready, /metrics,
  * at a concurrency of 16 on kept-alive connections.
  *
- * Phases: warm-up (15 s), settle (3 s, nothing forced), sample RSS and fds;
- * the run (SOAK_SECONDS, default 120), settle (3 s), sample again. Every loop
- * is bounded in time and in count; every request has its own timeout.
+ * Phases: warm-up (45 s), settle (3 s, nothing forced), sample fds; the run
+ * (SOAK_SECONDS, default 150) with RSS read every second; settle (3 s),
+ * sample fds again. Every loop is bounded in time and in count; every
+ * request has its own timeout.
+ *
+ * RSS is compared trough to trough. Under this load the gateway's RSS swings
+ * ±12 % around its mean on a cycle of tens of seconds (three V8 heaps, each
+ * growing to its collection limit and dropping back, at their own times) and
+ * keeps climbing for about a minute after start; a single reading after
+ * warm-up and another after the run landed anywhere on that cycle and read
+ * from −9 % to +21 % in runs of the same build without a leak (one 300 s run
+ * is in docs/RESILIENCE.md). The lowest reading of each half of the run is
+ * the memory the process keeps after its collections, which is what a leak
+ * raises: "RSS after warm-up" is the first half's trough, "RSS after the run"
+ * the second half's.
  *
  * Asserted: no 5xx, no transport error, every answer a 200 with a well-formed
- * body; RSS after the run within 10 % of the post-warm-up RSS; fds not grown
- * past a small slack; /status shows nothing in flight and no restarts.
+ * body; RSS after the run within 10 % of RSS after warm-up (as above); fds not
+ * grown past a small slack; /status shows nothing in flight and no restarts.
  *
  * Run: `npm run test:stress` (builds first), or
  * `SOAK_SECONDS=30 npx vitest run --config vitest.stress.config.ts test/stress/soak.test.ts`
@@ -26,9 +38,12 @@ import { join, resolve } from 'node:path';
 import { Pool } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeUpstream, type FakeUpstream } from '../support/fake-upstream.js';
+import { npmStartNodeArgs } from '../support/start-command.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const MAIN = join(ROOT, 'dist/src/main.js');
+/** npm start's flags and entry point (the front's young-generation cap among them): the soak measures the RSS that ships. */
+const START_ARGS = npmStartNodeArgs(ROOT);
 const KEY = 'sk-soak-gateway-key-0123456789';
 const UPSTREAM_KEY = 'sk-soak-upstream-key-abcdef';
 
@@ -39,8 +54,9 @@ function seconds(raw: string | undefined, fallback: number): number {
   return n;
 }
 
-const RUN_MS = seconds(process.env.SOAK_SECONDS, 120) * 1000;
-const WARMUP_MS = 15_000;
+const RUN_MS = seconds(process.env.SOAK_SECONDS, 150) * 1000;
+/** RSS climbs for about a minute after start before it swings around a level (docs/RESILIENCE.md). */
+const WARMUP_MS = 45_000;
 /** Wait after each phase before sampling; nothing is forced (no GC, no close). */
 const SETTLE_MS = 3_000;
 const CONCURRENCY = 16;
@@ -60,7 +76,7 @@ const RSS_TOLERANCE = 0.1;
  * of thousands here), so +8 still catches one.
  */
 const FD_SLACK = 8;
-const RSS_SAMPLE_EVERY_MS = 5_000;
+const RSS_SAMPLE_EVERY_MS = 1_000;
 const MiB = 1024 * 1024;
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -91,7 +107,7 @@ function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
 
 async function startGatewayProcess(configPath: string): Promise<GatewayProc> {
   if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run \`npm run build\` first (npm run test:stress does)`);
-  const child = spawn(process.execPath, [MAIN], {
+  const child = spawn(process.execPath, START_ARGS, {
     cwd: ROOT,
     env: childEnv({
       GATEWAY_CONFIG: configPath,
@@ -372,10 +388,9 @@ describe('soak', () => {
     const warm = newTally();
     const warmMs = await drive(origin, WARMUP_MS, warm);
     await sleep(SETTLE_MS);
-    const rssWarm = rssOf(p.pid);
     const fdsWarm = fdsOf(p.pid);
 
-    // The run, with RSS sampled every few seconds for the report.
+    // The run, with RSS read every second: its two halves' troughs are compared.
     const run = newTally();
     const rssSamples: number[] = [];
     const sampler = setInterval(() => {
@@ -393,8 +408,12 @@ describe('soak', () => {
     }
     await sleep(SETTLE_MS);
     expect(p.exited(), `the gateway exited during the soak; stderr: ${p.stderr()}`).toBe(false);
-    const rssAfter = rssOf(p.pid);
+    const rssSettled = rssOf(p.pid);
     const fdsAfter = fdsOf(p.pid);
+    expect(rssSamples.length, 'RSS readings during the run').toBeGreaterThanOrEqual(10);
+    const half = Math.floor(rssSamples.length / 2);
+    const rssWarm = Math.min(...rssSamples.slice(0, half));
+    const rssAfter = Math.min(...rssSamples.slice(half));
 
     // The gateway's own view once everything is answered (after the fd sample: this opens a connection).
     const status = (await (await fetch(`${origin}/status`, { signal: AbortSignal.timeout(5000) })).json()) as {
@@ -412,7 +431,7 @@ describe('soak', () => {
       `[figures] soak: ${(runMs / 1000).toFixed(1)} s at concurrency ${CONCURRENCY} after a ${(warmMs / 1000).toFixed(1)} s warm-up (${total(warm)} requests); ` +
         `run: ${total(run)} requests (${(total(run) / (runMs / 1000)).toFixed(0)}/s): ${kinds(run)}; statuses ${statuses(run)}; transport errors ${run.transportErrors}; bad bodies ${run.badBodies}; ` +
         `latency p50 ${percentile(run.latenciesMs, 50).toFixed(2)} ms, p99 ${percentile(run.latenciesMs, 99).toFixed(2)} ms, max ${percentile(run.latenciesMs, 100).toFixed(1)} ms; ` +
-        `gateway RSS at start ${mib(rssAtStart)} MiB, after warm-up ${mib(rssWarm)} MiB, during the run ${mib(percentile(rssSamples, 0))}–${mib(percentile(rssSamples, 100))} MiB, after the run ${mib(rssAfter)} MiB (${(((rssAfter - rssWarm) / rssWarm) * 100).toFixed(1)} %); ` +
+        `gateway RSS at start ${mib(rssAtStart)} MiB, during the run ${mib(percentile(rssSamples, 0))}–${mib(percentile(rssSamples, 100))} MiB, trough of its first half ${mib(rssWarm)} MiB, of its second half ${mib(rssAfter)} MiB (${(((rssAfter - rssWarm) / rssWarm) * 100).toFixed(1)} %), ${SETTLE_MS / 1000} s after it ${mib(rssSettled)} MiB; ` +
         `fds at start ${fdsAtStart.total}, after warm-up ${fdsWarm.total}, after the run ${fdsAfter.total} (${kindsDiff(fdsWarm.kinds, fdsAfter.kinds)}); ` +
         `upstream connections accepted ${upstream.connectionsAccepted()}; gateway log lines by level ${levels}; /status total ${status.requests.total}, in flight ${status.requests.in_flight}, streams open ${status.requests.streams_open}`,
     );
@@ -430,9 +449,9 @@ describe('soak', () => {
     for (const k of KINDS) expect(run.byKind[k], k).toBeGreaterThan(0);
     expect(total(run)).toBeGreaterThan(100);
 
-    // The requirement guards against leaks: RSS may not grow past 10 % of the post-warm-up figure.
-    // A shrink (V8 returning heap after a collection, measured down to −9 % on short runs) is not a leak.
-    expect(rssAfter - rssWarm, `RSS after warm-up ${mib(rssWarm)} MiB, after the run ${mib(rssAfter)} MiB`).toBeLessThanOrEqual(RSS_TOLERANCE * rssWarm);
+    // The requirement guards against leaks: RSS may not grow past 10 % of the post-warm-up figure
+    // (troughs, see the top of the file). A shrink is not a leak.
+    expect(rssAfter - rssWarm, `RSS trough in the run's first half ${mib(rssWarm)} MiB, in its second half ${mib(rssAfter)} MiB`).toBeLessThanOrEqual(RSS_TOLERANCE * rssWarm);
     expect(fdsAfter.total, `fds after warm-up ${JSON.stringify(fdsWarm)}, after the run ${JSON.stringify(fdsAfter)}`).toBeLessThanOrEqual(fdsWarm.total + FD_SLACK);
 
     expect(status.requests.in_flight).toBe(0);
