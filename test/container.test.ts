@@ -40,6 +40,7 @@ import {
   type Dockerfile,
   type Stage,
 } from './dockerfile.js';
+import { npmStartNodeArgs } from './support/start-command.js';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const DOCKERFILE_TEXT = readFileSync(join(ROOT, 'Dockerfile'), 'utf8');
@@ -335,8 +336,7 @@ describe('the Dockerfile', () => {
   });
 
   it('runs node with the same flags as npm start and the bench, so the measured memory is what ships', () => {
-    const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
-    const npmStart = /node (.*dist\/src\/main\.js)$/.exec(pkg.scripts.start ?? '')?.[1]?.split(' ');
+    const npmStart = npmStartNodeArgs(ROOT);
     expect(startCommand(FINAL).slice(1)).toEqual(npmStart);
     expect(startCommand(FINAL)).toContain('--max-semi-space-size=4');
     const bench = readFileSync(join(ROOT, 'loadtest/bench.mjs'), 'utf8');
