@@ -3,9 +3,10 @@
  * ONE gateway started as its own process, exactly as `npm start` runs it
  * (`node --max-semi-space-size=4 dist/src/main.js`, 2 worker threads), so
  * the RSS and the file descriptors measured are the gateway's alone, not
- * this vitest process's (which runs the fake upstream and the load). Mix: non-streamed chat, streamed chat, embeddings (each both
- * upstream-backed and on the mock provider), /health/live, /ready, /metrics,
- * at a concurrency of 16 on kept-alive connections.
+ * this vitest process's (which runs the fake upstream and the load).
+ * Mix: non-streamed chat, streamed chat, embeddings (each both
+ * upstream-backed and on the mock provider), /health/live, /ready,
+ * /metrics, at a concurrency of 16 on kept-alive connections.
  *
  * Phases: warm-up (45 s), settle (3 s, nothing forced), sample fds; the run
  * (SOAK_SECONDS, default 150) with RSS read every second; settle (3 s),
@@ -41,9 +42,9 @@ import { startFakeUpstream, type FakeUpstream } from '../support/fake-upstream.j
 import { npmStartNodeArgs } from '../support/start-command.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
-const MAIN = join(ROOT, 'dist/src/main.js');
 /** npm start's flags and entry point (the front's young-generation cap among them): the soak measures the RSS that ships. */
 const START_ARGS = npmStartNodeArgs(ROOT);
+const MAIN = join(ROOT, START_ARGS.at(-1) as string);
 const KEY = 'sk-soak-gateway-key-0123456789';
 const UPSTREAM_KEY = 'sk-soak-upstream-key-abcdef';
 
