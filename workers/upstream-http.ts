@@ -79,6 +79,8 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
   #failure: unknown = null;
   /** The response ended or failed: nothing more comes from undici. */
   #settled = false;
+  /** `body` resolved: the caller has the whole body, and nothing can fail it any more. */
+  #delivered = false;
   #relaying = false;
   #relay: ((chunk: Buffer) => void) | null = null;
   #chunks: Buffer[] = [];
@@ -111,7 +113,7 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
       if (this.#failure !== null) return;
       onChunk(chunk);
     }
-    if (this.#settled && this.#failure === null) this.#resolveBody(NONE);
+    if (this.#settled && this.#failure === null) this.#deliver(NONE);
   }
 
   pause(): void {
@@ -124,11 +126,16 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
     this.#controller?.resume();
   }
 
-  /** Ends the exchange now (a deadline, the client left, a bad body); both promises reject with `reason`. */
+  /**
+   * Ends the exchange now (a deadline, the client left, a bad body); both promises reject with `reason`.
+   * A relayed response can have ended before `relay` passed its chunks on (all of it in one socket
+   * read): a bad chunk still fails it then, though there is nothing left to stop upstream.
+   */
   abort(reason: unknown): void {
-    if (this.#settled) return;
+    if (this.#failure !== null || this.#delivered) return;
+    const reading = !this.#settled;
     this.#fail(reason);
-    this.#controller?.abort(asError(reason));
+    if (reading) this.#controller?.abort(asError(reason));
   }
 
   /** Drops whatever has not been read yet (the connection goes with it); nothing once the response is complete. */
@@ -177,14 +184,19 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
     if (this.#settled) return;
     this.#settled = true;
     if (!this.#relaying) {
-      this.#resolveBody(this.#chunks);
+      this.#deliver(this.#chunks);
       this.#chunks = [];
-    } else if (this.#relay) this.#resolveBody(NONE);
+    } else if (this.#relay) this.#deliver(NONE);
     // else: `relay` resolves it once it has passed on the held chunks.
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
     if (!this.#settled) this.#fail(err);
+  }
+
+  #deliver(body: readonly Uint8Array[]): void {
+    this.#delivered = true;
+    this.#resolveBody(body);
   }
 
   #fail(reason: unknown): void {

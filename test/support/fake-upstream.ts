@@ -59,8 +59,11 @@ export type Behaviour =
    *  - no-data-prefix: chunk JSON lines without `data: `, then `data: [DONE]`
    *  - non-json-data: `data: <not json>` events, then `data: [DONE]`
    *  - huge-no-newline: `data: ` followed by `bytes` (default 8 MiB) bytes and no newline, then end
+   * `whole` (not for huge-no-newline): the answer in one write, so its head, events and end
+   * reach the client in one socket read (as a loaded host coalesces small writes).
    */
-  | { kind: 'stream-malformed'; variant: 'no-data-prefix' | 'non-json-data' | 'huge-no-newline'; bytes?: number }
+  | { kind: 'stream-malformed'; variant: 'no-data-prefix' | 'non-json-data'; whole?: boolean }
+  | { kind: 'stream-malformed'; variant: 'huge-no-newline'; bytes?: number }
   /**
    * SSE chunks forever, each with ~1 KiB of content, one every intervalMs.
    * Honours backpressure (stops writing until 'drain'). intervalMs 0 means
@@ -499,21 +502,15 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
         const { model } = chatParts(rec.json);
         const id = `chatcmpl-fake-${++completionSeq}`;
         sseHead(e);
-        if (b.variant === 'no-data-prefix') {
+        if (b.variant !== 'huge-no-newline') {
           const line = (i: number): string =>
             `${chunkEvent(id, model, { content: `tok${i} ` }, null).slice('data: '.length)}`;
-          return pump(e, fromArray([line(0), line(1), 'data: [DONE]\n\n']), {
-            intervalMs: 0,
-            burst: false,
-            done: () => finish(e),
-          });
-        }
-        if (b.variant === 'non-json-data') {
-          return pump(e, fromArray(['data: this is not json\n\n', 'data: {"truncated":\n\n', 'data: [DONE]\n\n']), {
-            intervalMs: 0,
-            burst: false,
-            done: () => finish(e),
-          });
+          const pieces =
+            b.variant === 'no-data-prefix'
+              ? [line(0), line(1), 'data: [DONE]\n\n']
+              : ['data: this is not json\n\n', 'data: {"truncated":\n\n', 'data: [DONE]\n\n'];
+          if (b.whole) return finish(e, pieces.join(''));
+          return pump(e, fromArray(pieces), { intervalMs: 0, burst: false, done: () => finish(e) });
         }
         let left = Math.max(0, b.bytes ?? DEFAULT_HUGE_NO_NEWLINE_BYTES);
         const slice = Buffer.alloc(SLICE, 'x');
