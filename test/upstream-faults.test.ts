@@ -39,6 +39,7 @@ const FAULTS: readonly Fault[] = [
   { name: 'reset mid-stream', behaviour: { kind: 'stream-then-reset', after: 2 }, stream: true, code: 'upstream_reset' },
   { name: 'SSE without data: prefix', behaviour: { kind: 'stream-malformed', variant: 'no-data-prefix' }, stream: true, code: 'upstream_invalid_response' },
   { name: 'SSE data that is not JSON', behaviour: { kind: 'stream-malformed', variant: 'non-json-data' }, stream: true, code: 'upstream_invalid_response' },
+  { name: 'SSE usage chunk that is not JSON', behaviour: { kind: 'stream-malformed', variant: 'bad-usage-json' }, stream: true, code: 'upstream_invalid_response' },
   // The whole answer in one socket read: its end is in before the relay starts (stop 11's CI flake).
   { name: 'SSE without data: prefix, all in one read', behaviour: { kind: 'stream-malformed', variant: 'no-data-prefix', whole: true }, stream: true, code: 'upstream_invalid_response' },
   { name: 'SSE data that is not JSON, all in one read', behaviour: { kind: 'stream-malformed', variant: 'non-json-data', whole: true }, stream: true, code: 'upstream_invalid_response' },

@@ -58,11 +58,12 @@ export type Behaviour =
    * SSE that violates the framing:
    *  - no-data-prefix: chunk JSON lines without `data: `, then `data: [DONE]`
    *  - non-json-data: `data: <not json>` events, then `data: [DONE]`
+   *  - bad-usage-json: a good chunk, then a chunk with `"usage"` that is `{…}` but not JSON, then `data: [DONE]`
    *  - huge-no-newline: `data: ` followed by `bytes` (default 8 MiB) bytes and no newline, then end
    * `whole` (not for huge-no-newline): the answer in one write, so its head, events and end
    * reach the client in one socket read (as a loaded host coalesces small writes).
    */
-  | { kind: 'stream-malformed'; variant: 'no-data-prefix' | 'non-json-data'; whole?: boolean }
+  | { kind: 'stream-malformed'; variant: 'no-data-prefix' | 'non-json-data' | 'bad-usage-json'; whole?: boolean }
   | { kind: 'stream-malformed'; variant: 'huge-no-newline'; bytes?: number }
   /**
    * SSE chunks forever, each with ~1 KiB of content, one every intervalMs.
@@ -505,10 +506,11 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
         if (b.variant !== 'huge-no-newline') {
           const line = (i: number): string =>
             `${chunkEvent(id, model, { content: `tok${i} ` }, null).slice('data: '.length)}`;
-          const pieces =
-            b.variant === 'no-data-prefix'
-              ? [line(0), line(1), 'data: [DONE]\n\n']
-              : ['data: this is not json\n\n', 'data: {"truncated":\n\n', 'data: [DONE]\n\n'];
+          const pieces = {
+            'no-data-prefix': [line(0), line(1), 'data: [DONE]\n\n'],
+            'non-json-data': ['data: this is not json\n\n', 'data: {"truncated":\n\n', 'data: [DONE]\n\n'],
+            'bad-usage-json': [`data: ${line(0)}`, 'data: {"choices":[],"usage":{"prompt_tokens":3,}}\n\n', 'data: [DONE]\n\n'],
+          }[b.variant];
           if (b.whole) return finish(e, pieces.join(''));
           return pump(e, fromArray(pieces), { intervalMs: 0, burst: false, done: () => finish(e) });
         }
