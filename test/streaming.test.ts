@@ -328,6 +328,16 @@ describe('streaming through the gateway', () => {
     expect(r.text).not.toContain('"finish_reason":"stop"');
   });
 
+  it('chunks that came in the same socket read as a framing error are relayed before the one error event', async () => {
+    // The head, two chunks and a chunk-size line that is not hex, in one write: the chunks are not dropped with the response.
+    upstream.behaveOnce({ kind: 'stream-then-bad-framing', after: 2 });
+    const r = await rawPost(gw, chatBody('up-chat'));
+    const error = expectSingleErrorEvent(r);
+    expect(error.code).toBe('upstream_reset');
+    expect(contentOf(r.text.replace(/data: \{"error".*\n\n$/, ''))).toBe('tok0 tok1 ');
+    expect(r.text).not.toContain('[DONE]');
+  });
+
   it('malformed SSE from the provider (no data: prefix) ends with an upstream_invalid_response error event', async () => {
     upstream.behaveOnce({ kind: 'stream-malformed', variant: 'no-data-prefix' });
     const r = await rawPost(gw, chatBody('up-chat'));

@@ -55,6 +55,12 @@ export type Behaviour =
    */
   | { kind: 'stream-then-reset'; after: number }
   /**
+   * SSE head and `after` content chunks, then a chunk-size line that is not hex, in one raw write
+   * on the socket, then the socket is destroyed: the client's HTTP parser fails in the very read
+   * that brought the chunks.
+   */
+  | { kind: 'stream-then-bad-framing'; after: number }
+  /**
    * SSE that violates the framing:
    *  - no-data-prefix: chunk JSON lines without `data: `, then `data: [DONE]`
    *  - non-json-data: `data: <not json>` events, then `data: [DONE]`
@@ -499,6 +505,22 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
         return streamChat(e, rec, { chunks: b.chunks ?? 3, intervalMs: b.intervalMs ?? 0, usage: b.usage });
       case 'stream-then-reset':
         return streamChat(e, rec, { chunks: 0, intervalMs: 0, usage: false, resetAfter: Math.max(0, b.after) });
+      case 'stream-then-bad-framing': {
+        const { model } = chatParts(rec.json);
+        const id = `chatcmpl-fake-${++completionSeq}`;
+        const s = e.res.socket;
+        if (!s) return;
+        e.serverClosed = true;
+        let raw = 'HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n';
+        for (let i = 0; i < b.after; i++) {
+          const event = chunkEvent(id, model, { content: `tok${i} ` }, null);
+          raw += `${Buffer.byteLength(event).toString(16)}\r\n${event}\r\n`;
+        }
+        raw += 'zz\r\n';
+        bytes += Buffer.byteLength(raw);
+        s.write(raw, () => s.destroy());
+        return;
+      }
       case 'stream-malformed': {
         const { model } = chatParts(rec.json);
         const id = `chatcmpl-fake-${++completionSeq}`;
