@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { SseParser, serializeEvents, type SseBatch } from './sse.js';
+import { SseParser, serializeEvents, Utf8Chunks, type SseBatch } from './sse.js';
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -100,5 +100,34 @@ describe('SseParser', () => {
 describe('serializeEvents', () => {
   it('writes a multi-line data as one data line per line, so clients join it back', () => {
     expect(serializeEvents(['{\n"a": 1}', '[DONE]'])).toBe('data: {\ndata: "a": 1}\n\ndata: [DONE]\n\n');
+  });
+});
+
+describe('Utf8Chunks', () => {
+  /** Bytes rich in UTF-8 edge cases: lead bytes, continuations, a byte order mark, bytes never valid. */
+  const bytes = fc.oneof(
+    fc.uint8Array({ maxLength: 24 }),
+    fc.array(fc.constantFrom(0x41, 0x0a, 0xef, 0xbb, 0xbf, 0xc3, 0xa9, 0xe2, 0x82, 0xac, 0xf0, 0x9f, 0x98, 0x80, 0xc0, 0xed, 0xa0, 0xf4, 0x90, 0xff), { maxLength: 24 }).map((a) => Uint8Array.from(a)),
+    fc.string({ unit: 'binary', maxLength: 12 }).map((t) => encoder.encode(`\uFEFF${t}`)),
+  );
+
+  it('decodes any bytes, cut anywhere, exactly as one streaming TextDecoder does', () => {
+    fc.assert(
+      fc.property(bytes, fc.array(fc.nat(), { maxLength: 8 }), (all, cuts) => {
+        const utf8 = new Utf8Chunks();
+        const reference = new TextDecoder('utf-8');
+        let ours = '';
+        let theirs = '';
+        for (const chunk of split(all, cuts)) {
+          ours += utf8.decode(chunk);
+          theirs += reference.decode(chunk, { stream: true });
+        }
+        theirs += reference.decode();
+        expect(ours + utf8.end()).toBe(theirs);
+        // Streaming or not, the reference decodes the same: the cuts are no excuse.
+        expect(theirs).toBe(new TextDecoder('utf-8').decode(all));
+      }),
+      { numRuns: 3000 },
+    );
   });
 });
