@@ -98,7 +98,7 @@ async function relayEvents(exchange: UpstreamExchange, call: ProviderCall, sink:
     for (const data of events) {
       if (data === '[DONE]') continue;
       if (!isJsonObjectShaped(data)) throw new GatewayError('upstream_invalid_response', 'the provider stream carried an event whose data is not a JSON object');
-      // Inside a JSON string a quote is escaped, so `"usage"` with its quotes is only ever a key.
+      // Quotes inside a JSON string are escaped: an event whose text lacks `"usage"`, quotes included, has no usage key.
       if (data.includes('"usage"')) usage = usageOfEvent(data) ?? usage;
     }
     // The chunk as a piece: undici's read buffer is not ours to hand over (a thread hop copies it; in-thread it is only read).
