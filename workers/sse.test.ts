@@ -130,4 +130,18 @@ describe('Utf8Chunks', () => {
       { numRuns: 3000 },
     );
   });
+
+  it('keeps its own copy of a cut sequence: the chunk it came in may be reused once decoded', () => {
+    const utf8 = new Utf8Chunks();
+    const euro = Buffer.from('€', 'utf8');
+    const first = Buffer.from([0x41, euro[0] as number, euro[1] as number]);
+    expect(utf8.decode(first)).toBe('A');
+    first.fill(0x5a); // the read buffer, reused for the next read
+    expect(utf8.decode(Buffer.from([euro[2] as number]))).toBe('€');
+    const bomStart = Buffer.from([0xef, 0xbb]);
+    const fresh = new Utf8Chunks();
+    expect(fresh.decode(bomStart)).toBe('');
+    bomStart.fill(0x5a);
+    expect(fresh.decode(Buffer.from([0xbf, 0x42]))).toBe('B');
+  });
 });

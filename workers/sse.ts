@@ -111,7 +111,7 @@ export class Utf8Chunks {
     }
     if (this.#fresh) {
       if (bytes.length < 3 && isBomPrefix(bytes)) {
-        this.#carry = bytes.slice();
+        this.#carry = copyOf(bytes);
         return '';
       }
       this.#fresh = false;
@@ -119,7 +119,7 @@ export class Utf8Chunks {
     }
     const cut = incompleteTail(bytes);
     if (cut > 0) {
-      this.#carry = bytes.slice(bytes.length - cut);
+      this.#carry = copyOf(bytes.subarray(bytes.length - cut));
       bytes = bytes.subarray(0, bytes.length - cut);
     }
     return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8');
@@ -134,6 +134,9 @@ export class Utf8Chunks {
     return Buffer.from(carry.buffer, carry.byteOffset, carry.byteLength).toString('utf8');
   }
 }
+
+/** A copy, never a view: a Buffer's own `slice` is a view, and the chunk's memory is not ours to keep. */
+const copyOf = (bytes: Uint8Array): Uint8Array => Uint8Array.prototype.slice.call(bytes);
 
 const isBomPrefix = (bytes: Uint8Array): boolean => (bytes.length === 0 || bytes[0] === 0xef) && (bytes.length < 2 || bytes[1] === 0xbb);
 
