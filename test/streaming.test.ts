@@ -317,8 +317,12 @@ describe('streaming through the gateway', () => {
     expect(typeof j.error.message).toBe('string');
   });
 
-  it('a stream reset mid-body ends with exactly one error event (upstream_reset) and no [DONE]', async () => {
-    upstream.behaveOnce({ kind: 'stream-then-reset', after: 2 });
+  it.each([
+    { how: 'reset mid-body', behaviour: { kind: 'stream-then-reset', after: 2 } },
+    // Head, two chunks and a chunk-size line that is not hex in one write: the chunks are not dropped with the response.
+    { how: 'broken off by a framing error in the read that brought its chunks', behaviour: { kind: 'stream-then-bad-framing', after: 2 } },
+  ] as const)('a stream $how relays what came before, then exactly one error event (upstream_reset) and no [DONE]', async ({ behaviour }) => {
+    upstream.behaveOnce(behaviour);
     const r = await rawPost(gw, chatBody('up-chat'));
     const error = expectSingleErrorEvent(r);
     expect(error.code).toBe('upstream_reset');
@@ -326,15 +330,6 @@ describe('streaming through the gateway', () => {
     expect(contentOf(r.text.replace(/data: \{"error".*\n\n$/, ''))).toBe('tok0 tok1 ');
     // No finish chunk: the error was not turned into a success.
     expect(r.text).not.toContain('"finish_reason":"stop"');
-  });
-
-  it('chunks that came in the same socket read as a framing error are relayed before the one error event', async () => {
-    // The head, two chunks and a chunk-size line that is not hex, in one write: the chunks are not dropped with the response.
-    upstream.behaveOnce({ kind: 'stream-then-bad-framing', after: 2 });
-    const r = await rawPost(gw, chatBody('up-chat'));
-    const error = expectSingleErrorEvent(r);
-    expect(error.code).toBe('upstream_reset');
-    expect(contentOf(r.text.replace(/data: \{"error".*\n\n$/, ''))).toBe('tok0 tok1 ');
     expect(r.text).not.toContain('[DONE]');
   });
 
