@@ -1,9 +1,10 @@
 // What each thread loads at start, read off the compiled modules' static imports (dynamic
 // `import()` is what loads a module later, on demand). A package in the wrong thread's start
 // graph costs that thread its RSS and start time: undici ~20 MB, zod ~11 MB per isolate.
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -27,11 +28,23 @@ function packagesLoadedAtStart(entry: string): Set<string> {
 }
 
 describe('what each thread loads at start (dist/, built by npm test)', () => {
-  it('a provider worker loads undici and msgpackr but not zod: the schemas are imported only for a body the hand checks do not pass', () => {
+  it('a provider worker loads msgpackr but not zod: the schemas are imported only for a body the hand checks do not pass', () => {
     const worker = packagesLoadedAtStart('dist/workers/entry.js');
-    expect(worker).toContain('undici');
     expect(worker).toContain('msgpackr');
     expect(worker).not.toContain('zod');
+  });
+
+  it("a provider worker loads undici's Pool and what it needs, not undici's index (fetch, WebSocket, caches: 3× the load time)", () => {
+    // Run in a fresh process: undici is CommonJS, so what is loaded is in require's cache.
+    const session = pathToFileURL(join(root, 'dist/workers/session.js')).href;
+    const script = `await import(${JSON.stringify(session)});
+      const { createRequire } = await import('node:module');
+      const undici = Object.keys(createRequire(import.meta.url).cache).filter((f) => f.includes('/node_modules/undici/'));
+      process.stdout.write(JSON.stringify(undici.map((f) => f.slice(f.indexOf('/node_modules/undici/') + 21))));`;
+    const loaded = JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', script], { cwd: root, encoding: 'utf8' })) as string[];
+    expect(loaded).toContain('lib/dispatcher/pool.js');
+    expect(loaded).not.toContain('index.js');
+    expect(loaded).not.toContain('lib/web/fetch/index.js');
   });
 
   it('the front loads uWS, zod (config, manifest) and prom-client but not undici: the worker session is imported only in inline mode', () => {
