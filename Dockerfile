@@ -52,4 +52,4 @@ HEALTHCHECK --interval=15s --timeout=3s --start-period=10s --retries=3 \
 # --max-semi-space-size=4 (MiB): a young generation of 12 MiB instead of V8's 48 holds
 # the front's short-lived garbage as well, for about 25 MiB less peak RSS at no cost
 # in throughput (loadtest/RESULTS.md). npm start runs the same command.
-CMD ["node", "--max-semi-space-size=4", "dist/src/main.js"]
+CMD ["node", "--max-semi-space-size=4", "dist/server.js"]

@@ -11,7 +11,7 @@
 //   ("cwd": another checkout, built, e.g. `git worktree add /tmp/before HEAD~1` + node_modules link + tsc)
 // Env: AB_ROUTE chat | stream | embeddings (default chat), AB_CONNECTIONS (64), AB_ROUNDS (8), AB_SECONDS (2).
 import { spawn, execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -68,7 +68,10 @@ for (const v of variants) {
     continue;
   }
   const env = { GATEWAY_CONFIG: config, GATEWAY_API_KEY: 'ab-key', HOST: '127.0.0.1', GATEWAY_WORKERS: v.workers ?? '1', LOG_LEVEL: 'info', ...(v.env ?? {}) };
-  const g = await start(1, () => [...(v.flags ?? ['--max-semi-space-size=4']), 'dist/src/main.js'], env, v.cwd ?? root, '/ready', v.stdout);
+  const cwd = v.cwd ?? root;
+  // A checkout from before the front was bundled (tools/bundle.mjs) has only tsc's entry.
+  const main = existsSync(join(cwd, 'dist/server.js')) ? 'dist/server.js' : 'dist/src/main.js';
+  const g = await start(1, () => [...(v.flags ?? ['--max-semi-space-size=4']), main], env, cwd, '/ready', v.stdout);
   gateways.push({ v, ...g, rps: [], cpu: [], p50: [], p99: [] });
 }
 const chat = { model: 'bench-chat', messages: [{ role: 'user', content: 'Say hello to the benchmark.' }] };

@@ -177,7 +177,7 @@ writeFileSync(config, `model_list:
     params: { model: openai/bench-model, api_base: ${upstreamBase}/paced/v1, api_key: upstream-key }
 `);
 // The gateway as npm start and the Dockerfile's CMD run it.
-const START_ARGS = ['--max-semi-space-size=4', 'dist/src/main.js'];
+const START_ARGS = ['--max-semi-space-size=4', 'dist/server.js'];
 const gatewayEnv = (workers, port) => ({ GATEWAY_CONFIG: config, GATEWAY_API_KEY: KEY, PORT: String(port), HOST: '127.0.0.1', GATEWAY_WORKERS: workers, LOG_LEVEL: 'info' });
 const servers = {
   '1 worker': (port) => ({ name: '1 worker', cpu: GATEWAY_CPU, args: START_ARGS, env: gatewayEnv('1', port), port, readyPath: '/ready' }),
@@ -509,8 +509,8 @@ npm run bench                  # = npm run --silent build && taskset -c ${LOAD_C
 # env: BENCH_SECONDS=${seconds} BENCH_REPEATS=${repeats} BENCH_SLOW_STREAMS=${slowRequested} BENCH_SLOW_REPEATS=${slowRepeats} BENCH_SLOW_CHUNKS=${slowChunks} BENCH_SLOW_INTERVAL_MS=${slowInterval} PORTKEY_DIR=${portkey.dir ?? '/tmp/portkey'}
 # what it starts (ports are picked free):
 taskset -c ${LOAD_CPU} node loadtest/upstream.mjs <port>               # SLOW_CHUNKS=${slowChunks} SLOW_INTERVAL_MS=${slowInterval}
-GATEWAY_CONFIG=<tmp>/bench.yaml GATEWAY_API_KEY=${KEY} HOST=127.0.0.1 PORT=<port> LOG_LEVEL=info GATEWAY_WORKERS=1 taskset -c ${GATEWAY_CPU} node --max-semi-space-size=4 dist/src/main.js
-GATEWAY_CONFIG=<tmp>/bench.yaml GATEWAY_API_KEY=${KEY} HOST=127.0.0.1 PORT=<port> LOG_LEVEL=info GATEWAY_WORKERS=0 taskset -c ${GATEWAY_CPU} node --max-semi-space-size=4 dist/src/main.js
+GATEWAY_CONFIG=<tmp>/bench.yaml GATEWAY_API_KEY=${KEY} HOST=127.0.0.1 PORT=<port> LOG_LEVEL=info GATEWAY_WORKERS=1 taskset -c ${GATEWAY_CPU} node --max-semi-space-size=4 dist/server.js
+GATEWAY_CONFIG=<tmp>/bench.yaml GATEWAY_API_KEY=${KEY} HOST=127.0.0.1 PORT=<port> LOG_LEVEL=info GATEWAY_WORKERS=0 taskset -c ${GATEWAY_CPU} node --max-semi-space-size=4 dist/server.js
 ${portkey.script ? `NODE_ENV=production taskset -c ${GATEWAY_CPU} node ${portkey.script} --port=<port> --headless` : '# Portkey: not installed, not run'}
 \`\`\`
 
@@ -520,7 +520,7 @@ in one write) and \`bench-slow\` (api_base \`…/slow/v1\`:
 ${slowChunks} chunks ${slowInterval} ms apart). Measurement of each figure:
 CPU per request = the gateway process's utime + stime from \`/proc/<pid>/stat\` over the run ÷ the requests finished in it (warm-up
 included); idle RSS = VmRSS 1 s after the first 200 from \`/ready\` of a fresh process (${repeats} processes per mode);
-start to ready = spawn of \`taskset … node dist/src/main.js\` → first 200 from \`/ready\`, polled every 5 ms; peak RSS = VmHWM of the
+start to ready = spawn of \`taskset … node dist/server.js\` → first 200 from \`/ready\`, polled every 5 ms; peak RSS = VmHWM of the
 long-running gateway after every throughput, latency and probe scenario (max VmRSS in a scenario: sampled every 100 ms); slow
 streams = ${fmt(slowStreams)} streams on a **fresh** gateway process (so the figure is what the streams cost, not what earlier
 scenarios left in the heap), opened in batches of 250 every 50 ms, one connection each, VmRSS sampled every 200 ms while every

@@ -367,7 +367,7 @@ describe('the Dockerfile', () => {
   });
 
   it('.dockerignore keeps build output, dependencies, VCS data and env files out of the context, and lets every COPY source in', () => {
-    for (const path of ['node_modules/x/index.js', 'dist/src/main.js', '.git/HEAD', '.env', '.env.local']) expect(excluded(path), path).toBe(true);
+    for (const path of ['node_modules/x/index.js', 'dist/server.js', '.git/HEAD', '.env', '.env.local']) expect(excluded(path), path).toBe(true);
     const tsconfig = JSON.parse(readFileSync(join(ROOT, 'tsconfig.json'), 'utf8')) as { include: string[] };
     for (const dir of tsconfig.include) expect(excluded(dir), `${dir} (compiled by the build)`).toBe(false);
     for (const stage of DF.stages) {
@@ -462,7 +462,7 @@ describe('the image, built from the Dockerfile and run without Docker', { timeou
 
   it('the runtime stage holds dist/ and the production dependencies only', () => {
     const app = join(runtime.root, runtime.workdir);
-    expect(existsSync(join(app, 'dist/src/main.js'))).toBe(true);
+    expect(existsSync(join(app, 'dist/server.js'))).toBe(true);
     expect(existsSync(join(app, 'dist/workers/entry.js'))).toBe(true);
     expect(existsSync(join(app, 'src')), 'no TypeScript sources in the runtime image').toBe(false);
     for (const dep of Object.keys(PKG.dependencies ?? {})) expect(existsSync(join(app, 'node_modules', dep, 'package.json')), `dependency ${dep}`).toBe(true);

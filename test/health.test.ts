@@ -16,6 +16,7 @@ import { Health } from '../src/health/types.ts';
 import { credentialsCheck, eventLoopCheck, upstreamChecks, workerPoolCheck } from '../src/supervisor/gateway-checks.ts';
 import type { WorkerPool } from '../src/supervisor/worker-pool.ts';
 import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
+import { serverEntry } from './support/start-command.js';
 import { TEST_KEY, UPSTREAM_KEY, defaultYaml, startTestGateway, type TestGateway, useGatewayWithUpstream } from './support/gateway.js';
 
 interface CheckJson {
@@ -534,7 +535,7 @@ describe('TOOLKIT_HEALTH_STARTUP_DELAY', () => {
 
 describe('bad toolkit variables stop the start', () => {
   const ROOT = resolve(import.meta.dirname, '..');
-  const MAIN = join(ROOT, 'dist/src/main.js');
+  const MAIN = serverEntry(ROOT);
 
   function run(extra: Record<string, string>): Promise<{ code: number | null; stderr: string }> {
     const env: NodeJS.ProcessEnv = {};

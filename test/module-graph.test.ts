@@ -54,4 +54,12 @@ describe('what each thread loads at start (dist/, built by npm test)', () => {
     expect(front).toContain('prom-client');
     expect(front).not.toContain('undici');
   });
+
+  it('npm start runs the front bundled in one file (dist/server.js) with the native addon, piscina and undici left to node_modules', () => {
+    // esbuild heads each bundled file's code with a comment naming its path.
+    const bundled = new Set<string>();
+    for (const [, name] of readFileSync(join(root, 'dist/server.js'), 'utf8').matchAll(/^\/\/ node_modules\/((?:@[^/]+\/)?[^/]+)\//gm)) bundled.add(name as string);
+    for (const name of ['zod', 'prom-client', 'pino', 'yaml', 'msgpackr']) expect(bundled).toContain(name);
+    for (const name of ['uWebSockets.js', 'piscina', 'undici']) expect(bundled).not.toContain(name);
+  });
 });

@@ -8,11 +8,12 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { serverEntry } from './support/start-command.js';
 import OpenAI from 'openai';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 
 const ROOT = resolve(import.meta.dirname, '..');
-const MAIN = join(ROOT, 'dist/src/main.js');
+const MAIN = serverEntry(ROOT);
 /** "Within a few seconds of start". */
 const PROMPT_MS = 5_000;
 
@@ -129,7 +130,7 @@ function keyFrom(line: LogLine): string {
 const tmp = mkdtempSync(join(tmpdir(), 'switchyard-proc-'));
 
 beforeAll(() => {
-  if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run "npx tsc -p tsconfig.json" first`);
+  if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run "npm run build" first`);
 });
 
 afterEach(async () => {

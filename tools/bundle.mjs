@@ -1,0 +1,23 @@
+// Bundles the server's front (tsc's dist/src/main.js and everything it imports) into one
+// file, dist/server.js: what `npm start` and the image run. Node 20's ES module loader
+// resolves, reads and links each of the ~300 files of zod, prom-client, pino and yaml one
+// by one; one file starts in 570 ms instead of 800 (1 worker, one core, 16 runs alternated)
+// and holds 3-4 MB less at idle. tsc's dist/ stays as it is: the library export
+// (dist/src/index.js) and the worker entry (dist/workers/entry.js) are loaded from there.
+import { build } from 'esbuild';
+
+await build({
+  entryPoints: ['dist/src/main.js'],
+  outfile: 'dist/server.js',
+  bundle: true,
+  platform: 'node',
+  format: 'esm',
+  target: 'node20',
+  // uWS is a native addon, and piscina starts its workers from a file inside its package:
+  // both load from node_modules at run time.
+  external: ['uWebSockets.js', 'piscina'],
+  // The bundled CommonJS packages call require(); an ES module has none of its own.
+  banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },
+  sourcemap: 'linked',
+  logLevel: 'warning',
+});
