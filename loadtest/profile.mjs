@@ -58,7 +58,9 @@ mkdirSync(outDir, { recursive: true });
 const report = [];
 for (const [mode, workers] of [['1-worker', '1'], ['inline', '0']]) {
   const profDir = join(dir, mode);
-  const gateway = await start(1, ['--cpu-prof', `--cpu-prof-dir=${profDir}`, '--max-semi-space-size=4', 'dist/server.js'], {
+  // tsc's unbundled entry, not the dist/server.js bundle npm start runs: the same code, but each
+  // function keeps the URL of its own package's file, which is what "CPU by package" reads.
+  const gateway = await start(1, ['--cpu-prof', `--cpu-prof-dir=${profDir}`, '--max-semi-space-size=4', 'dist/src/main.js'], {
     GATEWAY_CONFIG: config, GATEWAY_API_KEY: 'profile-key', HOST: '127.0.0.1', PORT: '0', GATEWAY_WORKERS: workers, LOG_LEVEL: 'info', GATEWAY_DRAIN_DELAY: '0',
   }, /"port":(\d+)/);
   const url = `http://127.0.0.1:${gateway.port}`;
