@@ -62,4 +62,9 @@ describe('what each thread loads at start (dist/, built by npm test)', () => {
     for (const name of ['zod', 'prom-client', 'pino', 'yaml', 'msgpackr']) expect(bundled).toContain(name);
     for (const name of ['uWebSockets.js', 'piscina', 'undici']) expect(bundled).not.toContain(name);
   });
+
+  it('the bundle is ASCII only: one wider character would make V8 hold all of its source at two bytes each', () => {
+    const wide = readFileSync(join(root, 'dist/server.js'), 'utf8').match(/[^\x00-\x7f]/gu) ?? [];
+    expect(wide).toEqual([]);
+  });
 });

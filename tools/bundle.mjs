@@ -4,9 +4,10 @@
 // by one; one file starts in 570 ms instead of 800 (1 worker, one core, 16 runs alternated)
 // and holds 3-4 MB less at idle. tsc's dist/ stays as it is: the library export
 // (dist/src/index.js) and the worker entry (dist/workers/entry.js) are loaded from there.
+import { writeFileSync } from 'node:fs';
 import { build } from 'esbuild';
 
-await build({
+const { outputFiles } = await build({
   entryPoints: ['dist/src/main.js'],
   outfile: 'dist/server.js',
   bundle: true,
@@ -20,4 +21,12 @@ await build({
   banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },
   sourcemap: 'linked',
   logLevel: 'warning',
+  write: false,
 });
+for (const file of outputFiles) {
+  // esbuild escapes every character beyond ASCII in code, not in the comments it keeps. One
+  // such character ("—", "→") makes V8 hold the whole 1.6 MB source in two bytes per
+  // character: escaped, the front holds 1.4 MB less (idle RSS, 3 runs).
+  const text = file.path.endsWith('.js') ? file.text.replace(/[^\x00-\x7f]/gu, (c) => `\\u{${(c.codePointAt(0) ?? 0).toString(16)}}`) : file.text;
+  writeFileSync(file.path, text);
+}
