@@ -404,26 +404,38 @@ const holdAgg = (name) => {
 };
 const slowLabel = `${fmt(slowStreams)} slow streams: errors, VmRSS while all open`;
 const targetRows = [
-  { what: 'added latency, chat c1, p50', goal: '≤ 300 µs', get: (n) => agg('chat1', n).addedP50, show: (st) => `${spread(st, 0, us)} µs`, ok: (st) => us(st.med) <= 300 },
-  { what: 'added latency, chat c1, p99', goal: '≤ 500 µs', get: (n) => agg('chat1', n).addedP99, show: (st) => `${spread(st, 0, us)} µs`, ok: (st) => us(st.med) <= 500 },
-  { what: 'chat c64 throughput', goal: '≥ 12,000 req/s', get: (n) => agg('chat64', n).rps, show: (st) => `${spread(st)} req/s`, ok: (st) => st.med >= 12000 },
-  { what: 'chat c64, ratio to direct', goal: '≥ 0.5×', get: (n) => agg('chat64', n).ratio, show: (st) => `${spread(st, 2)}×`, ok: (st) => st.med >= 0.5 },
-  { what: 'streams c64 (20 chunks)', goal: '≥ 3,000 streams/s', get: (n) => agg('stream64', n).rps, show: (st) => `${spread(st)} /s`, ok: (st) => st.med >= 3000 },
-  { what: 'streams c64, ratio to direct', goal: '≥ 0.8×', get: (n) => agg('stream64', n).ratio, show: (st) => `${spread(st, 2)}×`, ok: (st) => st.med >= 0.8 },
-  { what: 'added TTFB p50, stream c1', goal: '≤ 300 µs', get: (n) => agg('stream1', n).addedTtfbP50, show: (st) => `${spread(st, 0, us)} µs`, ok: (st) => us(st.med) <= 300 },
-  { what: 'embeddings c32 (16 inputs)', goal: '≥ 2,000 req/s', get: (n) => agg('embed32', n).rps, show: (st) => `${spread(st)} req/s`, ok: (st) => st.med >= 2000 },
-  { what: 'embeddings c32, ratio to direct', goal: '≥ 0.55×', get: (n) => agg('embed32', n).ratio, show: (st) => `${spread(st, 2)}×`, ok: (st) => st.med >= 0.55 },
-  { what: 'CPU per request, chat c64', goal: '≤ 80 µs', get: (n) => agg('chat64', n).cpu, show: (st) => `${spread(st, 1)} µs`, ok: (st) => st.med <= 80 },
+  { what: 'added latency, chat c1, p50', goal: '≤ 300 µs', lower: (st) => us(st.med), unit: 'µs', get: (n) => agg('chat1', n).addedP50, show: (st) => `${spread(st, 0, us)} µs`, ok: (st) => us(st.med) <= 300 },
+  { what: 'added latency, chat c1, p99', goal: '≤ 500 µs', lower: (st) => us(st.med), unit: 'µs', get: (n) => agg('chat1', n).addedP99, show: (st) => `${spread(st, 0, us)} µs`, ok: (st) => us(st.med) <= 500 },
+  { what: 'chat c64 throughput', goal: '≥ 12,000 req/s', higher: (st) => st.med, unit: 'req/s', get: (n) => agg('chat64', n).rps, show: (st) => `${spread(st)} req/s`, ok: (st) => st.med >= 12000 },
+  { what: 'chat c64, ratio to direct', goal: '≥ 0.5×', higher: (st) => st.med, unit: '×', get: (n) => agg('chat64', n).ratio, show: (st) => `${spread(st, 2)}×`, ok: (st) => st.med >= 0.5 },
+  { what: 'streams c64 (20 chunks)', goal: '≥ 3,000 streams/s', higher: (st) => st.med, unit: 'streams/s', get: (n) => agg('stream64', n).rps, show: (st) => `${spread(st)} /s`, ok: (st) => st.med >= 3000 },
+  { what: 'streams c64, ratio to direct', goal: '≥ 0.8×', higher: (st) => st.med, unit: '×', get: (n) => agg('stream64', n).ratio, show: (st) => `${spread(st, 2)}×`, ok: (st) => st.med >= 0.8 },
+  { what: 'added TTFB p50, stream c1', goal: '≤ 300 µs', lower: (st) => us(st.med), unit: 'µs', get: (n) => agg('stream1', n).addedTtfbP50, show: (st) => `${spread(st, 0, us)} µs`, ok: (st) => us(st.med) <= 300 },
+  { what: 'embeddings c32 (16 inputs)', goal: '≥ 2,000 req/s', higher: (st) => st.med, unit: 'req/s', get: (n) => agg('embed32', n).rps, show: (st) => `${spread(st)} req/s`, ok: (st) => st.med >= 2000 },
+  { what: 'embeddings c32, ratio to direct', goal: '≥ 0.55×', higher: (st) => st.med, unit: '×', get: (n) => agg('embed32', n).ratio, show: (st) => `${spread(st, 2)}×`, ok: (st) => st.med >= 0.55 },
+  { what: 'CPU per request, chat c64', goal: '≤ 80 µs', lower: (st) => st.med, unit: 'µs', get: (n) => agg('chat64', n).cpu, show: (st) => `${spread(st, 1)} µs`, ok: (st) => st.med <= 80 },
   {
     what: slowLabel, goal: `0 errors, ≤ 250 MB (${fmt(slowRequested)} streams)`, get: (n) => holdAgg(n),
     show: (h) => (h.runs ? `${h.errors} errors, ${spread(h.rss, 1)} MB` : 'not run'),
     ok: (h) => h.runs > 0 && slowStreams >= slowRequested && h.errors === 0 && h.allOpen && h.rss.max <= 250,
+    lower: (h) => h.rss.max, unit: 'MB', prefix: '0 errors, ',
   },
-  { what: 'idle RSS after start', goal: '≤ 80 MB', get: (n) => stats(startup[n].idleMB), show: (st) => `${spread(st, 1)} MB`, ok: (st) => st.med <= 80 },
-  { what: 'peak RSS across the scenarios (VmHWM of the long-running gateway)', goal: '≤ 150 MB', get: (n) => ({ v: peakRss[n] }), show: (x) => `${fmt(x.v, 1)} MB`, ok: (x) => x.v <= 150 },
-  { what: 'start to ready (spawn → first 200 from /ready)', goal: '≤ 1 s', get: (n) => stats(startup[n].readyMs), show: (st) => `${spread(st)} ms`, ok: (st) => st.med <= 1000 },
+  { what: 'idle RSS after start', goal: '≤ 80 MB', lower: (st) => st.med, unit: 'MB', get: (n) => stats(startup[n].idleMB), show: (st) => `${spread(st, 1)} MB`, ok: (st) => st.med <= 80 },
+  { what: 'peak RSS across the scenarios (VmHWM of the long-running gateway)', goal: '≤ 150 MB', lower: (x) => x.v, unit: 'MB', get: (n) => ({ v: peakRss[n] }), show: (x) => `${fmt(x.v, 1)} MB`, ok: (x) => x.v <= 150 },
+  { what: 'start to ready (spawn → first 200 from /ready)', goal: '≤ 1 s', lower: (st) => st.med, unit: 'ms', get: (n) => stats(startup[n].readyMs), show: (st) => `${spread(st)} ms`, ok: (st) => st.med <= 1000 },
 ];
 const mark = (ok) => (ok ? '**met**' : '**missed**');
+// A goal every Switchyard mode beat is raised to the worse mode's figure, rounded to two
+// significant digits towards the old goal: the level to hold from now on.
+const twoDigits = (x, dir) => { const step = 10 ** (Math.floor(Math.log10(Math.abs(x))) - 1); return (dir === 'down' ? Math.floor(x / step + 1e-9) : Math.ceil(x / step - 1e-9)) * step; };
+function raisedGoal(row) {
+  const values = switchyardModes.map((n) => row.get(n));
+  if (!values.every((v) => row.ok(v))) return '—';
+  const figures = values.map((v) => (row.higher ?? row.lower)(v));
+  const level = row.higher ? twoDigits(Math.min(...figures), 'down') : twoDigits(Math.max(...figures), 'up');
+  const digits = level < 10 ? 2 : 0;
+  return `${row.prefix ?? ''}${row.higher ? '≥' : '≤'} ${fmt(level, digits)}${row.unit === '×' ? '×' : ` ${row.unit}`}`;
+}
 console.log('\nTargets (Switchyard; median of the repeats, min–max in brackets):');
 for (const row of targetRows) {
   const cells = switchyardModes.map((n) => { const v = row.get(n); return `${n}: ${row.show(v)} ${row.ok(v) ? 'met' : 'MISSED'}`; });
@@ -434,9 +446,9 @@ for (const row of targetRows) {
 // ---------------------------------------------------------------- RESULTS.md
 const columns = [...switchyardModes, ...(gw.portkey ? ['portkey'] : [])];
 const targetTable = [
-  `| target | goal | ${switchyardModes.map((n) => `Switchyard, ${n}`).join(' | ')}${gw.portkey ? ' | Portkey (for comparison) |' : ' |'}`,
-  `|---|---|${switchyardModes.map(() => '---|').join('')}${gw.portkey ? '---|' : ''}`,
-  ...targetRows.map((row) => `| ${row.what} | ${row.goal} | ${switchyardModes.map((n) => { const v = row.get(n); return `${row.show(v)} ${mark(row.ok(v))}`; }).join(' | ')}${gw.portkey ? ` | ${row.show(row.get('portkey'))} |` : ' |'}`),
+  `| target | goal | ${switchyardModes.map((n) => `Switchyard, ${n}`).join(' | ')} | raised to (beaten by every mode) |${gw.portkey ? ' Portkey (for comparison) |' : ''}`,
+  `|---|---|${switchyardModes.map(() => '---|').join('')}---|${gw.portkey ? '---|' : ''}`,
+  ...targetRows.map((row) => `| ${row.what} | ${row.goal} | ${switchyardModes.map((n) => { const v = row.get(n); return `${row.show(v)} ${mark(row.ok(v))}`; }).join(' | ')} | ${raisedGoal(row)} |${gw.portkey ? ` ${row.show(row.get('portkey'))} |` : ''}`),
 ].join('\n');
 
 const scenarioTable = [
@@ -531,6 +543,10 @@ ${fmt(holdDeadline / 1000)} s after the hold began.
 ## Targets
 
 ${targetTable}
+
+"Raised to": where every Switchyard mode beat a goal, the goal is raised to the worse mode's median (the highest reading for
+the slow streams, the one reading for peak RSS), rounded to two significant digits towards the old goal; that is the level to
+hold from now on, the original goals being what the issue asked for.
 
 Reading these figures: a loaded gateway uses all of its one core, so at concurrency 64 CPU per request is about 1 ÷ throughput.
 "Direct" is bounded by CPU ${LOAD_CPU}, which carries both the load generator and the upstream: most of all for embeddings, whose
