@@ -122,7 +122,7 @@ export class Utf8Chunks {
       this.#carry = copyOf(bytes.subarray(bytes.length - cut));
       bytes = bytes.subarray(0, bytes.length - cut);
     }
-    return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8');
+    return utf8(bytes);
   }
 
   /** What is left at the end: a sequence cut off is one U+FFFD. */
@@ -131,9 +131,12 @@ export class Utf8Chunks {
     this.#carry = null;
     if (carry === null) return '';
     // A lone start of a byte order mark is text like any other.
-    return Buffer.from(carry.buffer, carry.byteOffset, carry.byteLength).toString('utf8');
+    return utf8(carry);
   }
 }
+
+/** The bytes as text, invalid sequences replaced by U+FFFD (Buffer's decoder; a Uint8Array has none). */
+const utf8 = (bytes: Uint8Array): string => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8');
 
 /** A copy, never a view: a Buffer's own `slice` is a view, and the chunk's memory is not ours to keep. */
 const copyOf = (bytes: Uint8Array): Uint8Array => Uint8Array.prototype.slice.call(bytes);
