@@ -323,7 +323,8 @@ for (const s of scenarios) {
   for (const name of Object.keys(measured[s.key]).filter((n) => n !== 'direct')) {
     const g = measured[s.key][name];
     const ratio = stats(g.map((r, i) => r.rps / d[i].rps));
-    console.log(`${s.name} [${name}]: ${fmt(median(g.map((r) => r.rps)))} req/s, ratio ${fmt(ratio.min, 2)}/${fmt(ratio.med, 2)}/${fmt(ratio.max, 2)} (min/med/max), added p50 ${fmt(us(median(g.map((r, i) => r.p50 - d[i].p50))))} µs, p99 ${fmt(us(median(g.map((r, i) => r.p99 - d[i].p99))))} µs, TTFB p50 ${fmt(us(median(g.map((r, i) => r.ttfbP50 - d[i].ttfbP50))))} µs, CPU ${fmt(median(g.map((r) => r.cpuPerReqUs)), 1)} µs/req, errors ${g.reduce((n, r) => n + r.errors, 0)}`);
+    const peer = gw.portkey && switchyardModes.includes(name) ? `, vs Portkey ${fmt(versusPeer(s.key, name).rps.med, 1)}× req/s, ${fmt(versusPeer(s.key, name).p50.med, 1)}× less added p50` : '';
+    console.log(`${s.name} [${name}]: ${fmt(median(g.map((r) => r.rps)))} req/s${peer}, ratio ${fmt(ratio.min, 2)}/${fmt(ratio.med, 2)}/${fmt(ratio.max, 2)} (min/med/max), added p50 ${fmt(us(median(g.map((r, i) => r.p50 - d[i].p50))))} µs, p99 ${fmt(us(median(g.map((r, i) => r.p99 - d[i].p99))))} µs, TTFB p50 ${fmt(us(median(g.map((r, i) => r.ttfbP50 - d[i].ttfbP50))))} µs, CPU ${fmt(median(g.map((r) => r.cpuPerReqUs)), 1)} µs/req, errors ${g.reduce((n, r) => n + r.errors, 0)}`);
   }
 }
 
@@ -521,6 +522,32 @@ const scenarioTable = [
   }),
 ].join('\n');
 
+/**
+ * Switchyard against the peer, repeat by repeat (both ran in the same repeat, back to back): its
+ * throughput over Portkey's, and Portkey's added latency over its own. A repeat where either added
+ * figure is not above zero (direct was the slower run) has no latency ratio.
+ */
+function versusPeer(key, name) {
+  const g = measured[key][name];
+  const pk = measured[key].portkey;
+  const d = measured[key].direct;
+  const addedRatio = (field) => stats(g.map((r, i) => {
+    const mine = r[field] - d[i][field];
+    const theirs = pk[i][field] - d[i][field];
+    return mine > 0 && theirs > 0 ? theirs / mine : NaN;
+  }));
+  return { rps: stats(g.map((r, i) => r.rps / pk[i].rps)), p50: addedRatio('p50'), p99: addedRatio('p99') };
+}
+const ratioCell = (st) => (Number.isFinite(st.med) ? `${fmt(st.min, 1)} / ${fmt(st.med, 1)} / ${fmt(st.max, 1)}×` : '—');
+const peerTable = !gw.portkey ? '' : [
+  '| scenario | through | throughput ÷ Portkey\'s, min / med / max | Portkey\'s added p50 ÷ this one\'s | Portkey\'s added p99 ÷ this one\'s |',
+  '|---|---|---|---|---|',
+  ...scenarios.flatMap((s) => switchyardModes.map((n) => {
+    const v = versusPeer(s.key, n);
+    return `| ${s.name} | ${n} | ${ratioCell(v.rps)} | ${ratioCell(v.p50)} | ${ratioCell(v.p99)} |`;
+  })),
+].join('\n');
+
 const probeTable = [
   '| gateway | chat c64 req/s meanwhile | /health/live p50 | /health/live p99 | /metrics p50 | /metrics p99 | probes, scrapes | max VmRSS | errors |',
   '|---|---|---|---|---|---|---|---|---|',
@@ -637,7 +664,15 @@ is time outside the gateway's handlers: the upstream and the load generator shar
 
 ${scenarioTable}
 
-## /health/live and /metrics during chat at concurrency 64
+${gw.portkey ? `## Versus Portkey's gateway (the peer)
+
+Each ratio is taken within one repeat, Switchyard and Portkey having run back to back, then min / median / max over
+the ${repeats} repeats. A latency ratio leaves out a repeat where the added figure of either was not above zero (direct was
+the slower run there); "—" when that was so in every repeat.
+
+${peerTable}
+
+` : ''}## /health/live and /metrics during chat at concurrency 64
 
 /health/live paced at one request per 5 ms and /metrics at one per 25 ms, each on its own connection, beside 64 closed-loop
 chat connections, ${seconds} s × ${repeats}.
