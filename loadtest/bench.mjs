@@ -323,7 +323,8 @@ for (const s of scenarios) {
   for (const name of Object.keys(measured[s.key]).filter((n) => n !== 'direct')) {
     const g = measured[s.key][name];
     const ratio = stats(g.map((r, i) => r.rps / d[i].rps));
-    const peer = gw.portkey && switchyardModes.includes(name) ? `, vs Portkey ${fmt(versusPeer(s.key, name).rps.med, 1)}× req/s, ${fmt(versusPeer(s.key, name).p50.med, 1)}× less added p50` : '';
+    const vs = gw.portkey && switchyardModes.includes(name) ? versusPeer(s.key, name) : null;
+    const peer = vs ? `, vs Portkey ${fmt(vs.rps.med, 1)}× req/s, ${fmt(vs.p50.med, 1)}× less added p50` : '';
     console.log(`${s.name} [${name}]: ${fmt(median(g.map((r) => r.rps)))} req/s${peer}, ratio ${fmt(ratio.min, 2)}/${fmt(ratio.med, 2)}/${fmt(ratio.max, 2)} (min/med/max), added p50 ${fmt(us(median(g.map((r, i) => r.p50 - d[i].p50))))} µs, p99 ${fmt(us(median(g.map((r, i) => r.p99 - d[i].p99))))} µs, TTFB p50 ${fmt(us(median(g.map((r, i) => r.ttfbP50 - d[i].ttfbP50))))} µs, CPU ${fmt(median(g.map((r) => r.cpuPerReqUs)), 1)} µs/req, errors ${g.reduce((n, r) => n + r.errors, 0)}`);
   }
 }
@@ -443,8 +444,9 @@ const targetRows = [
   { what: 'start to ready (spawn → first 200 from /ready)', lower: (st) => st.med, unit: 'ms', get: (n) => stats(startup[n].readyMs), show: (st) => `${spread(st)} ms`, limit: 1000 },
 ];
 const mark = (ok) => (ok ? '**met**' : '**missed**');
-/** The bare relay's figure on a row it ran, with whether it meets the goal; '—' on the others. */
+/** Whether the bare relay ran the scenario a row reads. */
 const calibrated = (row) => row.scenario !== undefined && measured[row.scenario][RELAY] !== undefined;
+/** The bare relay's figure on a row it ran, with whether it meets the goal; '—' on the others. */
 const relayCell = (row, marked = mark) => (calibrated(row) ? `${row.show(row.get(RELAY))} ${marked(met(row, row.get(RELAY)))}` : '—');
 /** Whether a figure meets its row's goal (the slow-stream row also asks for no errors and every stream open at once). */
 const met = (row, v) => (row.ok ? row.ok(v) : row.higher ? row.higher(v) >= row.limit : row.lower(v) <= row.limit);
