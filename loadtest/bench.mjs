@@ -595,7 +595,7 @@ direct figure in the same repeat. Targets are judged on the medians (the slow-st
 
 - Machine: ${cpus().length}× ${cpus()[0]?.model ?? 'cpu'}${cpus()[0]?.speed ? ` (${cpus()[0].speed} MHz)` : ''}, ${fmt(totalmem() / 2 ** 30, 1)} GiB RAM, Linux ${release()}, Node ${process.version}; shared with another engineer's builds.
 - Noise: load average ${loadavgStart} at the start, ${loadavgEnd} at the end; ${noiseLines}. "Other processes" is what ran beside this benchmark on each core; anything on CPU ${GATEWAY_CPU} competed with the gateway under test.
-- Pinning: ${hasTaskset ? `every gateway on CPU ${GATEWAY_CPU} (three or four idle processes there, loaded one at a time); this load generator (undici, closed loop) and the fake upstream (uWebSockets.js) on CPU ${LOAD_CPU}` : 'none (taskset missing)'}. Switchyard runs with LOG_LEVEL=info (access log on, drained by the load generator) in two modes: GATEWAY_WORKERS=1 (one provider worker thread) and GATEWAY_WORKERS=0 (inline).
+- Pinning: ${hasTaskset ? `every gateway and the bare relay on CPU ${GATEWAY_CPU} (${Object.keys(gw).length + 1} processes there, loaded one at a time); this load generator (undici, closed loop) and the fake upstream (uWebSockets.js) on CPU ${LOAD_CPU}` : 'none (taskset missing)'}. Switchyard runs with LOG_LEVEL=info (access log on, drained by the load generator) in two modes: GATEWAY_WORKERS=1 (one provider worker thread) and GATEWAY_WORKERS=0 (inline).
 - File descriptors: ${fdNote}
 - ${portkeyLine}
 
