@@ -207,7 +207,7 @@ const gw = {};
 for (const name of gatewayNames) gw[name] = await startServer(servers[name](await freePort()));
 // The calibration relay (loadtest/relay.mjs) runs where the gateways do, in the scenarios marked `calibrate`.
 const relayPort = await freePort();
-const relay = await startServer({ name: 'relay', cpu: GATEWAY_CPU, args: ['loadtest/relay.mjs', String(relayPort), upstreamBase], port: relayPort, readyPath: '/ready' });
+const relay = await startServer({ name: RELAY, cpu: GATEWAY_CPU, args: ['loadtest/relay.mjs', String(relayPort), upstreamBase], port: relayPort, readyPath: '/ready' });
 const upstreamModel = (b) => b.replace(/"bench-(chat|paced)"/, '"bench-model"');
 const targets = {
   direct: { url: upstreamBase, headers: { authorization: 'Bearer upstream-key' }, rewrite: upstreamModel, upstreamPaths: true },

@@ -15,7 +15,10 @@ const UPSTREAM_HEADERS = { 'content-type': 'application/json', authorization: 'B
 
 function relay(res, path, body) {
   pool.request({ path, method: 'POST', headers: UPSTREAM_HEADERS, body }).then(({ statusCode, headers, body: answer }) => {
-    if (res.aborted) return answer.destroy();
+    if (res.aborted) return void answer.dump().catch(() => {});
+    res.answer = answer; // destroyed by the one onAborted handler if the client leaves
+    // An answer cut off (the upstream failed, or the client left and it was destroyed) ends the response.
+    answer.on('error', () => { if (!res.aborted) res.close(); });
     const status = String(statusCode);
     const type = String(headers['content-type'] ?? 'application/json');
     if (!type.startsWith('text/event-stream')) {
@@ -30,7 +33,6 @@ function relay(res, path, body) {
     res.cork(() => res.writeStatus(status).writeHeader('content-type', type));
     answer.on('data', (d) => { if (!res.aborted) res.cork(() => res.write(d)); });
     answer.on('end', () => { if (!res.aborted) res.cork(() => res.end()); });
-    res.onAborted(() => { res.aborted = true; answer.destroy(); });
   }, () => {
     if (!res.aborted) res.cork(() => res.writeStatus('502').end());
   });
@@ -41,7 +43,10 @@ uws.App()
   .post('/*', (res, req) => {
     const path = req.getUrl();
     const parts = [];
-    res.onAborted(() => { res.aborted = true; });
+    res.onAborted(() => {
+      res.aborted = true;
+      res.answer?.destroy();
+    });
     res.onData((chunk, last) => {
       parts.push(Buffer.from(chunk.slice(0)));
       if (last) relay(res, path, parts.length === 1 ? parts[0] : Buffer.concat(parts));
