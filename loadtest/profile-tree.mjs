@@ -45,7 +45,7 @@ function tree(profile) {
   return { byId, self, parent, root: profile.nodes[0] };
 }
 
-const shortUrl = (url) => url.replace(/^.*node_modules\//, '').replace(/^file:\/\/.*?\/(dist|src|workers|protocol)\//, '$1/');
+const shortUrl = (url) => url.replace(/^.*node_modules\//, '').replace(/^file:\/\/.*?\/(dist|src|workers|protocol|loadtest)\//, '$1/');
 const frameName = (n) => `${n.callFrame.functionName || '(anonymous)'}${n.callFrame.url ? ` ${shortUrl(n.callFrame.url)}:${n.callFrame.lineNumber + 1}` : ''}`;
 
 /** Which package or part of the gateway a frame belongs to; null for Node internals and natives (they count for their caller). */
@@ -59,8 +59,8 @@ function category(n) {
   return shortUrl(url);
 }
 
-/** Markdown: busy time, CPU by package (natives counted for their caller), top functions by self time. */
-export function summarize(profile, top = 20) {
+/** Busy time (µs) by package or module, natives and Node internals counted for their nearest categorized caller. */
+function byPart(profile) {
   const { byId, self, parent } = tree(profile);
   let busy = 0;
   const byCategory = new Map();
@@ -76,6 +76,39 @@ export function summarize(profile, top = 20) {
     const name = frameName(node);
     byFunction.set(name, (byFunction.get(name) ?? 0) + t);
   }
+  return { busy, byCategory, byFunction };
+}
+
+/**
+ * Markdown: busy CPU per request by package or module, one column per run
+ * (`runs`: { name, profiles, requests }, the profiles of all of a run's
+ * threads), sorted by the most any run spends on it beyond the first. With
+ * the bare relay first, a row is what one part of the gateway costs per
+ * request over a relay that has no features.
+ */
+export function costTable(runs) {
+  const perRequest = runs.map(({ profiles, requests }) => {
+    const parts = new Map();
+    for (const profile of profiles) for (const [cat, t] of byPart(profile).byCategory) parts.set(cat, (parts.get(cat) ?? 0) + t / requests);
+    return parts;
+  });
+  const [first, ...others] = perRequest;
+  const cats = [...new Set(perRequest.flatMap((m) => [...m.keys()]))];
+  const beyond = (cat) => Math.max(...others.map((m) => (m.get(cat) ?? 0) - (first.get(cat) ?? 0)));
+  cats.sort((a, b) => beyond(b) - beyond(a));
+  const cell = (m, cat) => (m.has(cat) ? (m.get(cat) ?? 0).toFixed(1) : '—');
+  const total = (m) => [...m.values()].reduce((a, b) => a + b, 0).toFixed(1);
+  return [
+    `| package or module | ${runs.map((r) => `${r.name}, µs per request`).join(' | ')} |`,
+    `|---|${runs.map(() => '---:').join('|')}|`,
+    ...cats.filter((cat) => perRequest.some((m) => (m.get(cat) ?? 0) >= 0.5)).map((cat) => `| \`${cat}\` | ${perRequest.map((m) => cell(m, cat)).join(' | ')} |`),
+    `| **all busy CPU** | ${perRequest.map((m) => `**${total(m)}**`).join(' | ')} |`,
+  ].join('\n');
+}
+
+/** Markdown: busy time, CPU by package (natives counted for their caller), top functions by self time. */
+export function summarize(profile, top = 20) {
+  const { busy, byCategory, byFunction } = byPart(profile);
   const pct = (t) => `${((100 * t) / busy).toFixed(1)} %`;
   const rows = (m, n) => [...m].sort((a, b) => b[1] - a[1]).slice(0, n).map(([k, t]) => `| \`${k}\` | ${pct(t)} |`).join('\n');
   return `Busy ${(busy / 1000).toFixed(0)} ms in a window of ${((profile.endTime - profile.startTime) / 1000).toFixed(0)} ms.

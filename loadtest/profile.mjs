@@ -1,24 +1,30 @@
 // npm run profile: where the gateway's CPU goes under load. Runs chat at concurrency 64 through
-// each Switchyard mode (1 worker thread, inline) under `node --cpu-prof`, pinned like the bench
-// (gateway on CPU 1, this load generator and the fake upstream on CPU 0), keeps only the samples
-// taken while the load ran, and writes per thread:
+// the bare relay (loadtest/relay.mjs, no features) and each Switchyard mode (1 worker thread,
+// inline) under `node --cpu-prof`, pinned like the bench (gateway on CPU 1, this load generator and
+// the fake upstream on CPU 0), keeps only the samples taken while the load ran, and writes:
 //   loadtest/profiles/<mode>-<thread>.cpuprofile   open in Chrome DevTools (Performance) or speedscope
 //   loadtest/profiles/<mode>-<thread>.svg          a flame graph (width = CPU time, root at the bottom)
-//   loadtest/PROFILE.md                            CPU by package and the top functions, per thread
-// Env: PROFILE_SECONDS (default 5), PROFILE_CONNECTIONS (default 64), PROFILE_STREAM=1 (streams of 20 chunks
-// instead of whole answers; writes to /tmp/switchyard-profile-stream/ so the committed chat profile stays).
+//   loadtest/PROFILE.md                            CPU per request by package beside the relay's (what
+//                                                  each part costs over a featureless relay), then CPU
+//                                                  by package and the top functions, per thread
+// Env: PROFILE_SECONDS (default 5), PROFILE_CONNECTIONS (default 64), PROFILE_INTERVAL_US (default 1000),
+// PROFILE_STREAM=1 (streams of 20 chunks instead of whole answers; writes to
+// /tmp/switchyard-profile-stream/ so the committed chat profile stays).
 import { spawn, execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { run } from './load.mjs';
-import { flameGraphSvg, summarize, trimToWindow } from './profile-tree.mjs';
+import { costTable, flameGraphSvg, summarize, trimToWindow } from './profile-tree.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const seconds = Number(process.env.PROFILE_SECONDS ?? 5);
 const connections = Number(process.env.PROFILE_CONNECTIONS ?? 64);
 const streaming = process.env.PROFILE_STREAM === '1';
+// V8's default, a sample every 1 ms: at 250 µs the profiler's own stack walks added a third to the
+// gateway's busy time and half to its lead over the relay, deeper stacks costing more per sample.
+const intervalUs = Number(process.env.PROFILE_INTERVAL_US ?? 1000);
 const outDir = streaming ? '/tmp/switchyard-profile-stream/profiles' : join(root, 'loadtest/profiles');
 const reportFile = streaming ? '/tmp/switchyard-profile-stream/PROFILE.md' : join(root, 'loadtest/PROFILE.md');
 const hasTaskset = (() => { try { execFileSync('taskset', ['-V'], { stdio: 'ignore' }); return true; } catch { return false; } })();
@@ -51,38 +57,61 @@ const upstream = await start(0, ['loadtest/upstream.mjs', '0'], {}, /listening (
 const dir = mkdtempSync(join(tmpdir(), 'switchyard-profile-'));
 const config = join(dir, 'profile.yaml');
 writeFileSync(config, `model_list:\n  - model_name: bench-chat\n    params: { model: openai/bench-model, api_base: http://127.0.0.1:${upstream.port}/v1, api_key: upstream-key }\n`);
-const body = JSON.stringify({ model: 'bench-chat', stream: streaming, messages: [{ role: 'user', content: 'Say hello to the benchmark.' }] });
+// The relay passes the body on as it is, so it names the upstream's model; the gateways route by alias.
+const bodyFor = (model) => JSON.stringify({ model, stream: streaming, messages: [{ role: 'user', content: 'Say hello to the benchmark.' }] });
 
 rmSync(outDir, { recursive: true, force: true });
 mkdirSync(outDir, { recursive: true });
 const report = [];
-for (const [mode, workers] of [['1-worker', '1'], ['inline', '0']]) {
+/** Per run, for the cost table: every thread's profile and the requests served in the window. */
+const costRuns = [];
+// The bare relay (loadtest/relay.mjs) first: the gateway's parts are read against a relay with no features.
+const modes = [
+  { mode: 'relay', title: 'The bare relay (calibration, no features)', args: ['loadtest/relay.mjs', '0', `http://127.0.0.1:${upstream.port}`], pattern: /listening (\d+)/, model: 'bench-model', key: null },
+  { mode: '1-worker', title: 'One worker thread (GATEWAY_WORKERS=1)', workers: '1' },
+  { mode: 'inline', title: 'Inline (GATEWAY_WORKERS=0)', workers: '0' },
+];
+for (const { mode, title, workers, args, pattern, model = 'bench-chat', key = 'profile-key' } of modes) {
   const profDir = join(dir, mode);
+  const profiling = ['--cpu-prof', `--cpu-prof-dir=${profDir}`, `--cpu-prof-interval=${intervalUs}`];
   // tsc's unbundled entry, not the dist/server.js bundle npm start runs: the same code, but each
   // function keeps the URL of its own package's file, which is what "CPU by package" reads.
-  const gateway = await start(1, ['--cpu-prof', `--cpu-prof-dir=${profDir}`, '--max-semi-space-size=4', 'dist/src/main.js'], {
-    GATEWAY_CONFIG: config, GATEWAY_API_KEY: 'profile-key', HOST: '127.0.0.1', PORT: '0', GATEWAY_WORKERS: workers, LOG_LEVEL: 'info', GATEWAY_DRAIN_DELAY: '0',
-  }, /"port":(\d+)/);
-  const url = `http://127.0.0.1:${gateway.port}`;
+  const server = args
+    ? await start(1, [...profiling, ...args], {}, pattern)
+    : await start(1, [...profiling, '--max-semi-space-size=4', 'dist/src/main.js'], {
+      GATEWAY_CONFIG: config, GATEWAY_API_KEY: 'profile-key', HOST: '127.0.0.1', PORT: '0', GATEWAY_WORKERS: workers, LOG_LEVEL: 'info', GATEWAY_DRAIN_DELAY: '0',
+    }, /"port":(\d+)/);
+  const load = {
+    url: `http://127.0.0.1:${server.port}`,
+    path: '/v1/chat/completions',
+    body: bodyFor(model),
+    headers: key ? { authorization: `Bearer ${key}` } : {},
+    connections,
+    warmupMs: 0,
+  };
   // JIT warm-up outside the window.
-  await run({ url, path: '/v1/chat/completions', body, headers: { authorization: 'Bearer profile-key' }, connections, durationMs: 1000, warmupMs: 0 });
+  await run({ ...load, durationMs: 1000 });
   const from = monotonicUs();
-  const result = await run({ url, path: '/v1/chat/completions', body, headers: { authorization: 'Bearer profile-key' }, connections, durationMs: seconds * 1000, warmupMs: 0 });
+  const result = await run({ ...load, durationMs: seconds * 1000 });
   const to = monotonicUs();
-  const exited = new Promise((r) => gateway.child.once('exit', r));
-  gateway.child.kill('SIGTERM'); // drains and exits 0: --cpu-prof writes a profile per thread
+  const exited = new Promise((r) => server.child.once('exit', r));
+  server.child.kill('SIGTERM'); // both exit 0 on it (the gateway after draining): --cpu-prof writes a profile per thread
   await exited;
   const files = readdirSync(profDir).filter((f) => f.endsWith('.cpuprofile')).sort();
-  report.push(`## ${mode === 'inline' ? 'Inline (GATEWAY_WORKERS=0)' : 'One worker thread (GATEWAY_WORKERS=1)'}\n\n${Math.round(result.rps).toLocaleString('en-US')} req/s over ${seconds} s at concurrency ${connections}, ${result.errors} errors (under the profiler, which slows it).\n`);
+  report.push(`## ${title}\n\n${Math.round(result.rps).toLocaleString('en-US')} req/s over ${seconds} s at concurrency ${connections}, ${result.errors} errors (under the profiler, which slows it).\n`);
+  const profiles = [];
   for (const file of files) {
     const profile = trimToWindow(JSON.parse(readFileSync(join(profDir, file), 'utf8')), from, to);
+    profiles.push(profile);
     // The thread that ran the front is the one with uWS in it; a worker thread's profile has none.
     const thread = files.length === 1 ? 'all' : JSON.stringify(profile).includes('dist/src/front/') ? 'front' : 'worker';
     const name = `${mode}-${thread}`;
     writeFileSync(join(outDir, `${name}.cpuprofile`), JSON.stringify(profile));
-    writeFileSync(join(outDir, `${name}.svg`), flameGraphSvg(profile, `Switchyard ${mode}, ${thread} thread: chat at concurrency ${connections}`));
+    writeFileSync(join(outDir, `${name}.svg`), flameGraphSvg(profile, `${mode === 'relay' ? 'bare relay' : `Switchyard ${mode}`}, ${thread} thread: chat at concurrency ${connections}`));
     report.push(`### ${thread === 'all' ? 'The one thread' : `The ${thread} thread`} (\`profiles/${name}.svg\`)\n\n${summarize(profile)}\n`);
   }
+  // Requests finished in the window: the load generator's count (rps × seconds).
+  costRuns.push({ name: mode === 'relay' ? 'bare relay' : mode === 'inline' ? 'inline' : '1 worker (both threads)', profiles, requests: result.rps * seconds });
 }
 upstream.child.kill();
 rmSync(dir, { recursive: true, force: true });
@@ -102,6 +131,18 @@ libuv's file threads) is charged for the time that thread ran. \`perf record -e 
 counts per thread instead; in one such run (inline, chat c64, access log on a pipe) libuv's threads
 and the log writes together were under 0.5 % of the process's CPU, where this profile shows
 \`writeBuffer\` near 10 % of the front thread's.
+
+## What each part costs over a bare relay
+
+Busy CPU per request, by package or module, in each run above: the profiler's busy time (every thread of
+the process) ÷ the requests the load generator finished in the window. The bare relay
+(\`loadtest/relay.mjs\`: uWebSockets.js and undici's \`Pool.request\`, no features) is the floor; rows are
+sorted by the most either mode spends beyond it. The relay's uWS calls count under
+\`loadtest/relay.mjs\`, the gateway's under its front modules (\`http.js\` writes the answer). The
+profiler's own cost is in every column alike; the sums are busy CPU under it, not the bench's CPU per
+request. Rows under 0.5 µs in every run are left out (they are in the totals).
+
+${costTable(costRuns)}
 
 ${report.join('\n')}`);
 console.log(`wrote ${reportFile} and ${outDir}/ (${readdirSync(outDir).length} files)`);

@@ -5,7 +5,8 @@
 // so a missed target can be read against what a relay with no features at all does here today.
 // Not a server to run anywhere else: it trusts its client and its upstream completely.
 //
-// Usage: node loadtest/relay.mjs <port> <upstream base URL>   (GET /ready answers 200 once listening)
+// Usage: node loadtest/relay.mjs <port> <upstream base URL>   (port 0: any free one; prints "listening <port>",
+// and GET /ready answers 200, once listening; SIGTERM exits cleanly, so `node --cpu-prof` writes its profile)
 import uws from 'uWebSockets.js';
 import { Pool } from 'undici';
 
@@ -57,4 +58,7 @@ uws.App()
       console.error(`relay: cannot listen on ${port}`);
       process.exit(1);
     }
+    console.log(`listening ${uws.us_socket_local_port(socket)}`);
   });
+
+process.on('SIGTERM', () => process.exit(0));
