@@ -477,7 +477,7 @@ const directRps = (key) => agg(key, 'direct').rps.med;
 const featureCost = (key) => switchyardModes.map((n) => `${fmt(agg(key, n).cpu.med - agg(key, RELAY).cpu.med)} µs ${n === 'inline' ? 'inline' : `with ${n}`}`).join(' and ');
 const obstacles = {
   'added latency, chat c1, p50': () => 'With one worker thread the front and the worker wake each other twice per request on the one core: at concurrency 1 the gateway spent about 435 µs of CPU per request with one worker against 269 µs inline (`AB_CONNECTIONS=1 node loadtest/ab.mjs`, 2026-11-23).',
-  'added latency, chat c1, p99': () => 'The gateway\'s own time per request (its access log, below) has a p99 below what the client sees; the rest of the tail is the load core, shared by the upstream and the load generator, and wake-ups.',
+  'added latency, chat c1, p99': () => 'Most of the tail is V8\'s young-generation collections: a scavenge pauses the front 0.3–0.8 ms about every 200 requests at concurrency 1, between handlers, so the access log\'s own time (below) misses it. A fixed 8 MiB semi-space (`node --min-semi-space-size=8 --max-semi-space-size=8`, against npm start\'s `--max-semi-space-size=4`) halves the scavenges and took the p99 from 765 to 386 µs inline and from 881 to 643 µs with 1 worker (direct 130 µs; `AB_CONNECTIONS=1 node loadtest/ab.mjs`, 7 alternated rounds of 3 s, 2026-11-23), but it holds transferred buffers longer: in one full bench run, peak RSS rose 143 → 169 MB inline and 177 → 210 MB with 1 worker, and 5,000 slow streams with 1 worker 202 → 250 MB. docs/OPERATIONS.md, "Sizing", has it as a choice; the default keeps the memory targets.',
   'chat c64 throughput': () => `The direct path itself ran at ${fmt(directRps('chat64'))} req/s here, so ${fmt(12000)} req/s would be ${fmt(12000 / directRps('chat64'), 2)}× direct; what bounds the gateway is its CPU per request (below).`,
   'streams c64, ratio to direct': () => `Per stream the gateway used more CPU than the bare relay by ${featureCost('stream64')}: the relay passes the upstream's bytes on unread, while the gateway checks each of the 20 events, reads the usage and times the first token. The upstream writes each stream whole, in one write, so direct costs its client about what a chat answer does; against an upstream that writes a chunk per turn, as providers do (the "written one by one" row), the ratio is ${fmt(agg('streamPaced64', '1 worker').ratio.med, 2)}× / ${fmt(agg('streamPaced64', 'inline').ratio.med, 2)}× (1 worker / inline).`,
   'added TTFB p50, stream c1': () => 'As for chat at concurrency 1: with one worker the two threads wake each other on one core.',
@@ -660,7 +660,8 @@ Where the added p99 of chat at concurrency 1 comes from: the gateway's own time 
 (duration_ms less upstream_ms: from the body in hand to the response written, less the wait for the upstream), was
 ${switchyardModes.map((n) => `p50 ${spread(agg('chat1', n).ownP50, 0, us)} µs and p99 ${spread(agg('chat1', n).ownP99, 0, us)} µs ${n === 'inline' ? 'inline' : `with ${n}`}`).join(', and ')}.
 Against an added p99 of ${switchyardModes.map((n) => `${fmt(us(agg('chat1', n).addedP99.med))} µs`).join(' and ')} measured by the client, the rest of the tail
-is time outside the gateway's handlers: the upstream and the load generator sharing CPU ${LOAD_CPU}, and the kernel's wake-ups.
+is time outside the gateway's handlers: mostly V8's scavenges, which run as tasks between them (the miss above has the
+A/B), then the upstream and the load generator sharing CPU ${LOAD_CPU}, and the kernel's wake-ups.
 
 ## Scenarios
 
