@@ -74,10 +74,10 @@ const modes = [
 for (const { mode, title, workers, args, pattern, model = 'bench-chat', key = 'profile-key' } of modes) {
   const profDir = join(dir, mode);
   const profiling = ['--cpu-prof', `--cpu-prof-dir=${profDir}`, `--cpu-prof-interval=${intervalUs}`];
-  // tsc's unbundled entry, not the dist/server.js bundle npm start runs: the same code, but each
-  // function keeps the URL of its own package's file, which is what "CPU by package" reads.
   const server = args
     ? await start(1, [...profiling, ...args], {}, pattern)
+    // tsc's unbundled entry, not the dist/server.js bundle npm start runs: the same code, but each
+    // function keeps the URL of its own package's file, which is what "CPU by package" reads.
     : await start(1, [...profiling, '--max-semi-space-size=4', 'dist/src/main.js'], {
       GATEWAY_CONFIG: config, GATEWAY_API_KEY: 'profile-key', HOST: '127.0.0.1', PORT: '0', GATEWAY_WORKERS: workers, LOG_LEVEL: 'info', GATEWAY_DRAIN_DELAY: '0',
     }, /"port":(\d+)/);
@@ -134,13 +134,15 @@ and the log writes together were under 0.5 % of the process's CPU, where this pr
 
 ## What each part costs over a bare relay
 
-Busy CPU per request, by package or module, in each run above: the profiler's busy time (every thread of
-the process) ÷ the requests the load generator finished in the window. The bare relay
+Busy CPU per request, by package or module, in each run below: the profiler's busy time (every JavaScript
+thread of the process) ÷ the requests the load generator finished in the window. The bare relay
 (\`loadtest/relay.mjs\`: uWebSockets.js and undici's \`Pool.request\`, no features) is the floor; rows are
 sorted by the most either mode spends beyond it. The relay's uWS calls count under
 \`loadtest/relay.mjs\`, the gateway's under its front modules (\`http.js\` writes the answer). The
 profiler's own cost is in every column alike; the sums are busy CPU under it, not the bench's CPU per
-request. Rows under 0.5 µs in every run are left out (they are in the totals).
+request. With one worker the two threads' times are added up, and as said above a thread can be charged
+for time the other ran after it woke it: that column overstates the hop (\`frame-port.js\`, \`msgpackr\`).
+Rows under 0.5 µs in every run are left out (they are in the totals).
 
 ${costTable(costRuns)}
 
