@@ -187,6 +187,8 @@ const servers = {
 if (portkey.script) servers.portkey = (port) => ({ name: 'portkey', cpu: GATEWAY_CPU, args: [portkey.script, `--port=${port}`, '--headless'], env: { NODE_ENV: 'production' }, port, readyPath: '/', cwd: portkey.dir });
 const gatewayNames = Object.keys(servers);
 const switchyardModes = ['1 worker', 'inline'];
+/** A mode as a sentence names it: "with 1 worker", "inline". */
+const inMode = (n) => (n === 'inline' ? 'inline' : `with ${n}`);
 const RELAY = 'bare relay';
 
 // ---------------------------------------------------------------- start to ready, idle RSS (fresh processes)
@@ -474,7 +476,7 @@ for (const row of targetRows) {
 // (loadtest/PROFILE.md, loadtest/ab.mjs); printed only for a target this run missed.
 const directRps = (key) => agg(key, 'direct').rps.med;
 /** Each Switchyard mode's CPU per request less the bare relay's, in a scenario the relay ran. */
-const featureCost = (key) => switchyardModes.map((n) => `${fmt(agg(key, n).cpu.med - agg(key, RELAY).cpu.med)} µs ${n === 'inline' ? 'inline' : `with ${n}`}`).join(' and ');
+const featureCost = (key) => switchyardModes.map((n) => `${fmt(agg(key, n).cpu.med - agg(key, RELAY).cpu.med)} µs ${inMode(n)}`).join(' and ');
 const obstacles = {
   'added latency, chat c1, p50': () => 'With one worker thread the front and the worker wake each other twice per request on the one core: at concurrency 1 the gateway spent about 435 µs of CPU per request with one worker against 269 µs inline (`AB_CONNECTIONS=1 node loadtest/ab.mjs`, 2026-11-23).',
   'added latency, chat c1, p99': () => 'Most of the tail is V8\'s young-generation collections: a scavenge pauses the front 0.3–0.8 ms about every 200 requests at concurrency 1, between handlers, so the access log\'s own time (below) misses it. A fixed 8 MiB semi-space (`node --min-semi-space-size=8 --max-semi-space-size=8`, against npm start\'s `--max-semi-space-size=4`) halves the scavenges and took the p99 from 765 to 386 µs inline and from 881 to 643 µs with 1 worker (direct 130 µs; `AB_CONNECTIONS=1 node loadtest/ab.mjs`, 7 alternated rounds of 3 s, 2026-11-23), but it holds transferred buffers longer: in one full bench run, peak RSS rose 143 → 169 MB inline and 177 → 210 MB with 1 worker, and 5,000 slow streams with 1 worker 202 → 250 MB. docs/OPERATIONS.md, "Sizing", has it as a choice; the default keeps the memory targets.',
@@ -607,8 +609,8 @@ npm run bench                  # = npm run --silent build && taskset -c ${LOAD_C
 # env: BENCH_SECONDS=${seconds} BENCH_REPEATS=${repeats} BENCH_SLOW_STREAMS=${slowRequested} BENCH_SLOW_REPEATS=${slowRepeats} BENCH_SLOW_CHUNKS=${slowChunks} BENCH_SLOW_INTERVAL_MS=${slowInterval} PORTKEY_DIR=${portkey.dir ?? '/tmp/portkey'}
 # what it starts (ports are picked free):
 taskset -c ${LOAD_CPU} node loadtest/upstream.mjs <port>               # SLOW_CHUNKS=${slowChunks} SLOW_INTERVAL_MS=${slowInterval}
-GATEWAY_CONFIG=<tmp>/bench.yaml GATEWAY_API_KEY=${KEY} HOST=127.0.0.1 PORT=<port> LOG_LEVEL=info GATEWAY_WORKERS=1 taskset -c ${GATEWAY_CPU} node --max-semi-space-size=4 dist/server.js
-GATEWAY_CONFIG=<tmp>/bench.yaml GATEWAY_API_KEY=${KEY} HOST=127.0.0.1 PORT=<port> LOG_LEVEL=info GATEWAY_WORKERS=0 taskset -c ${GATEWAY_CPU} node --max-semi-space-size=4 dist/server.js
+GATEWAY_CONFIG=<tmp>/bench.yaml GATEWAY_API_KEY=${KEY} HOST=127.0.0.1 PORT=<port> LOG_LEVEL=info GATEWAY_WORKERS=1 taskset -c ${GATEWAY_CPU} node ${START_ARGS.join(' ')}
+GATEWAY_CONFIG=<tmp>/bench.yaml GATEWAY_API_KEY=${KEY} HOST=127.0.0.1 PORT=<port> LOG_LEVEL=info GATEWAY_WORKERS=0 taskset -c ${GATEWAY_CPU} node ${START_ARGS.join(' ')}
 taskset -c ${GATEWAY_CPU} node loadtest/relay.mjs <port> http://127.0.0.1:<upstream>   # the bare relay (calibration)
 ${portkey.script ? `NODE_ENV=production taskset -c ${GATEWAY_CPU} node ${portkey.script} --port=<port> --headless` : '# Portkey: not installed, not run'}
 \`\`\`
@@ -658,7 +660,7 @@ ${missedSection()}
 
 Where the added p99 of chat at concurrency 1 comes from: the gateway's own time per request, read from its access log
 (duration_ms less upstream_ms: from the body in hand to the response written, less the wait for the upstream), was
-${switchyardModes.map((n) => `p50 ${spread(agg('chat1', n).ownP50, 0, us)} µs and p99 ${spread(agg('chat1', n).ownP99, 0, us)} µs ${n === 'inline' ? 'inline' : `with ${n}`}`).join(', and ')}.
+${switchyardModes.map((n) => `p50 ${spread(agg('chat1', n).ownP50, 0, us)} µs and p99 ${spread(agg('chat1', n).ownP99, 0, us)} µs ${inMode(n)}`).join(', and ')}.
 Against an added p99 of ${switchyardModes.map((n) => `${fmt(us(agg('chat1', n).addedP99.med))} µs`).join(' and ')} measured by the client, the rest of the tail
 is time outside the gateway's handlers: mostly V8's scavenges, which run as tasks between them (the miss above has the
 A/B), then the upstream and the load generator sharing CPU ${LOAD_CPU}, and the kernel's wake-ups.

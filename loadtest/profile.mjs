@@ -66,12 +66,13 @@ const report = [];
 /** Per run, for the cost table: every thread's profile and the requests served in the window. */
 const costRuns = [];
 // The bare relay (loadtest/relay.mjs) first: the gateway's parts are read against a relay with no features.
+// `mode` names the files, `label` the flame graphs and the cost table's column, `title` the section.
 const modes = [
-  { mode: 'relay', title: 'The bare relay (calibration, no features)', args: ['loadtest/relay.mjs', '0', `http://127.0.0.1:${upstream.port}`], pattern: /listening (\d+)/, model: 'bench-model', key: null },
-  { mode: '1-worker', title: 'One worker thread (GATEWAY_WORKERS=1)', workers: '1' },
-  { mode: 'inline', title: 'Inline (GATEWAY_WORKERS=0)', workers: '0' },
+  { mode: 'relay', label: 'bare relay', title: 'The bare relay (calibration, no features)', args: ['loadtest/relay.mjs', '0', `http://127.0.0.1:${upstream.port}`], pattern: /listening (\d+)/, model: 'bench-model', key: null },
+  { mode: '1-worker', label: 'Switchyard 1 worker', title: 'One worker thread (GATEWAY_WORKERS=1)', workers: '1' },
+  { mode: 'inline', label: 'Switchyard inline', title: 'Inline (GATEWAY_WORKERS=0)', workers: '0' },
 ];
-for (const { mode, title, workers, args, pattern, model = 'bench-chat', key = 'profile-key' } of modes) {
+for (const { mode, label, title, workers, args, pattern, model = 'bench-chat', key = 'profile-key' } of modes) {
   const profDir = join(dir, mode);
   const profiling = ['--cpu-prof', `--cpu-prof-dir=${profDir}`, `--cpu-prof-interval=${intervalUs}`];
   const server = args
@@ -106,12 +107,13 @@ for (const { mode, title, workers, args, pattern, model = 'bench-chat', key = 'p
     // The thread that ran the front is the one with uWS in it; a worker thread's profile has none.
     const thread = files.length === 1 ? 'all' : JSON.stringify(profile).includes('dist/src/front/') ? 'front' : 'worker';
     const name = `${mode}-${thread}`;
+    const threadName = thread === 'all' ? 'the one thread' : `${thread} thread`;
     writeFileSync(join(outDir, `${name}.cpuprofile`), JSON.stringify(profile));
-    writeFileSync(join(outDir, `${name}.svg`), flameGraphSvg(profile, `${mode === 'relay' ? 'bare relay' : `Switchyard ${mode}`}, ${thread} thread: chat at concurrency ${connections}`));
+    writeFileSync(join(outDir, `${name}.svg`), flameGraphSvg(profile, `${label}, ${threadName}: chat at concurrency ${connections}`));
     report.push(`### ${thread === 'all' ? 'The one thread' : `The ${thread} thread`} (\`profiles/${name}.svg\`)\n\n${summarize(profile)}\n`);
   }
   // Requests finished in the window: the load generator's count (rps × seconds).
-  costRuns.push({ name: mode === 'relay' ? 'bare relay' : mode === 'inline' ? 'inline' : '1 worker (both threads)', profiles, requests: result.rps * seconds });
+  costRuns.push({ name: profiles.length > 1 ? `${label} (both threads)` : label, profiles, requests: result.rps * seconds });
 }
 upstream.child.kill();
 rmSync(dir, { recursive: true, force: true });
