@@ -18,6 +18,13 @@ export type FrameHandler<F> = (frame: F, payload: Payload | undefined) => void;
 export interface FrameSender<Out> {
   /** Queues a frame with its payload (see Payload for who owns it). */
   send(frame: Out, payload?: Payload): void;
+  /**
+   * Queues a frame whose payload the receiver reads only while it handles
+   * the frame (a reply body, written out before its handler returns) and
+   * the sender keeps: across threads it goes through shared memory that is
+   * reused once the handler returns.
+   */
+  lend(frame: Out, payload: Payload): void;
   close(): void;
 }
 
@@ -103,6 +110,9 @@ export function localChannel<A, B>(): { a: ChannelEnd<A, B>; b: ChannelEnd<B, A>
           if (closed) return;
           if (queue.length === 0) void settled.then(flush);
           queue.push([frame, payload]);
+        },
+        lend(frame, payload) {
+          this.send(frame, payload);
         },
         close() {
           closed = true;

@@ -2,6 +2,7 @@ import { MessageChannel } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
 import { wholePayload, type Payload } from './channel.js';
 import { FramePort } from './frame-port.js';
+import { RingReader, RingWriter, ringMemory } from './shared-ring.js';
 
 /** Sends one frame from one end of a real MessageChannel and resolves with what the other end received. */
 function roundTrip(payload: Payload): Promise<Uint8Array | undefined> {
@@ -46,5 +47,89 @@ describe('FramePort payloads', () => {
     const got = await roundTrip(view);
     expect(backing.buffer.byteLength).toBeGreaterThanOrEqual(10_000);
     expect(Buffer.from(got as Uint8Array).equals(Buffer.from(view))).toBe(true);
+  });
+});
+
+describe('FramePort lent payloads', () => {
+  /** Lends each payload in one turn from a port with a ring of `ringBytes`; resolves with what the handler saw. */
+  function lendAll(payloads: Payload[], ringBytes: number | null) {
+    const { port1, port2 } = new MessageChannel();
+    const memory = ringBytes === null ? null : ringMemory(ringBytes);
+    const seen: Array<{ bytes: Buffer; shared: boolean }> = [];
+    return new Promise<typeof seen>((resolve) => {
+      const receiver = new FramePort<{ t: string }, never>(
+        port2,
+        (_frame, received) => {
+          const whole = wholePayload(received);
+          // Copied here: a lent payload is only the handler's to read.
+          seen.push({ bytes: Buffer.from(whole), shared: whole.buffer instanceof SharedArrayBuffer });
+          if (seen.length === payloads.length) {
+            sender.close();
+            receiver.close();
+            resolve(seen);
+          }
+        },
+        memory ? { borrowFrom: new RingReader(memory) } : {},
+      );
+      const sender = new FramePort<never, { t: string }>(port1, () => {}, memory ? { lendInto: new RingWriter(memory) } : {});
+      for (const payload of payloads) sender.lend({ t: 'reply' }, payload);
+    });
+  }
+
+  it('arrive in place in the shared ring, whole and in order, pieces joined; the sender keeps its buffers', async () => {
+    const a = bytes(70_000, 1);
+    const b = bytes(300, 2);
+    const c = bytes(5, 3);
+    const seen = await lendAll([[a, b], c, a], 1 << 20);
+    expect(seen.map((s) => s.shared)).toEqual([true, true, true]);
+    expect(seen[0]?.bytes.equals(Buffer.concat([a, b]))).toBe(true);
+    expect(seen[1]?.bytes.equals(Buffer.from(c))).toBe(true);
+    expect(seen[2]?.bytes.equals(Buffer.from(a))).toBe(true);
+    expect(a.buffer.byteLength).toBe(70_000);
+    expect(c.buffer.byteLength).toBe(5);
+  });
+
+  it('go as buffers of their own when the ring has no room, is too small, or is missing', async () => {
+    const big = bytes(3000, 4);
+    const small = bytes(100, 5);
+    // 3000 bytes fit a 4096-byte ring once; the second waits on the first, which the receiver has not read yet.
+    const seen = await lendAll([big, big, small, bytes(5000, 6)], 4096);
+    expect(seen.map((s) => s.shared)).toEqual([true, false, true, false]);
+    expect(seen[1]?.bytes.equals(Buffer.from(big))).toBe(true);
+    expect(seen[3]?.bytes.equals(Buffer.from(bytes(5000, 6)))).toBe(true);
+    const without = await lendAll([small], null);
+    expect(without[0]).toEqual({ bytes: Buffer.from(small), shared: false });
+  });
+
+  it('hands the ring back as each frame is handled, so a long run of replies reuses it', async () => {
+    const payloads = Array.from({ length: 200 }, (_, i) => bytes(1000 + i, i));
+    const seen = await lendAll(payloads, 1 << 16);
+    // 200 kB lent through a 64 KiB ring in one turn: the first ones fit, the rest wait for room.
+    expect(seen.every((s, i) => s.bytes.equals(Buffer.from(payloads[i] as Uint8Array)))).toBe(true);
+    expect(seen.filter((s) => s.shared).length).toBeGreaterThan(50);
+
+    const memory = ringMemory(1 << 12);
+    const writer = new RingWriter(memory);
+    const { port1, port2 } = new MessageChannel();
+    const rounds: number[] = [];
+    await new Promise<void>((resolve) => {
+      let sent = 0;
+      const receiver = new FramePort<{ t: string }, never>(
+        port2,
+        (_frame, received) => {
+          rounds.push((received as Uint8Array).buffer instanceof SharedArrayBuffer ? 1 : 0);
+          if (++sent === 20) {
+            sender.close();
+            receiver.close();
+            resolve();
+          } else setImmediate(() => sender.lend({ t: 'reply' }, bytes(3000, sent)));
+        },
+        { borrowFrom: new RingReader(memory) },
+      );
+      const sender = new FramePort<never, { t: string }>(port1, () => {}, { lendInto: writer });
+      sender.lend({ t: 'reply' }, bytes(3000, 0));
+    });
+    // One at a time, each after the last was handled: every one of 20 × 3000 bytes went through a 4 KiB ring.
+    expect(rounds).toEqual(Array.from({ length: 20 }, () => 1));
   });
 });

@@ -1,34 +1,57 @@
 /**
  * A MessagePort that speaks frames. Frames sent in the same turn of the
  * event loop are batched into one postMessage (one wake-up of the other
- * thread instead of many); their metadata is one msgpackr record list and
- * their payloads are transferred, not copied.
+ * thread instead of many); their metadata is one msgpackr record list.
+ * A sent payload is transferred, not copied; a lent one (a reply body, read
+ * only while its frame is handled) is copied into a shared ring, when the
+ * port has one, and read there in place (protocol/shared-ring.ts says why).
  *
  * Wire shape of one posted message: `[meta, ...payloads]`, where `meta`
- * packs `[frame, payloadIndex, frame, payloadIndex, …]` and payloadIndex is
- * the position in `payloads` or -1.
+ * packs `[frame, where, frame, where, …]` and `where` is the position in
+ * `payloads`, -1 for no payload, or a `[start, length]` slice of the ring.
  */
 import type { MessagePort } from 'node:worker_threads';
 import { Packr } from 'msgpackr';
 import { joinPieces, type FrameHandler, type FrameSender, type Payload } from './channel.js';
+import type { RingReader, RingSlice, RingWriter } from './shared-ring.js';
 
 const packr = new Packr({ useRecords: false, moreTypes: false });
 
+/** The rings of a port: the one its lent payloads go into, the one it reads the other end's from. */
+export interface PortRings {
+  readonly lendInto?: RingWriter;
+  readonly borrowFrom?: RingReader;
+}
+
+type Where = number | RingSlice;
+
 export class FramePort<In, Out> implements FrameSender<Out> {
   readonly #port: MessagePort;
+  readonly #lendInto: RingWriter | null;
   #metas: unknown[] = [];
   #payloads: Uint8Array[] = [];
   #scheduled = false;
   #closed = false;
 
-  constructor(port: MessagePort, onFrame: FrameHandler<In>) {
+  constructor(port: MessagePort, onFrame: FrameHandler<In>, rings: PortRings = {}) {
     this.#port = port;
+    this.#lendInto = rings.lendInto ?? null;
+    const ring = rings.borrowFrom ?? null;
     port.on('message', (message: Uint8Array[]) => {
       const [meta, ...payloads] = message;
       const list = packr.unpack(meta as Uint8Array) as unknown[];
       for (let i = 0; i < list.length; i += 2) {
-        const index = list[i + 1] as number;
-        onFrame(list[i] as In, index >= 0 ? payloads[index] : undefined);
+        const where = list[i + 1] as Where;
+        if (typeof where === 'number') {
+          onFrame(list[i] as In, where >= 0 ? payloads[where] : undefined);
+          continue;
+        }
+        if (ring === null) throw new Error('a frame lent through a ring this port does not have');
+        try {
+          onFrame(list[i] as In, ring.view(where));
+        } finally {
+          ring.release(where);
+        }
       }
     });
   }
@@ -46,7 +69,23 @@ export class FramePort<In, Out> implements FrameSender<Out> {
       index = this.#payloads.length;
       this.#payloads.push(transferable(payload));
     }
-    this.#metas.push(frame, index);
+    this.#queue(frame, index);
+  }
+
+  /**
+   * Queues a frame whose payload the other end reads only while it handles
+   * the frame; the payload stays the sender's. Into the ring when there is
+   * room, else copied into a buffer of its own (as pieces are by `send`).
+   */
+  lend(frame: Out, payload: Payload): void {
+    if (this.#closed) return;
+    const slice = this.#lendInto?.write(payload);
+    if (slice) this.#queue(frame, slice);
+    else this.send(frame, payload instanceof Uint8Array ? [payload] : payload);
+  }
+
+  #queue(frame: Out, where: Where): void {
+    this.#metas.push(frame, where);
     if (!this.#scheduled) {
       this.#scheduled = true;
       setImmediate(this.#flush);

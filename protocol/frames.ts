@@ -1,8 +1,9 @@
 /**
  * The thread protocol: every message between the front thread and a provider
- * worker. Frames are small metadata records (msgpackr-encoded, see codec.ts);
- * bodies and chunks travel beside them as transferred byte buffers, so
- * bytes cross the thread boundary once and are moved, not copied.
+ * worker. Frames are small metadata records (msgpackr-encoded, see
+ * frame-port.ts). Request bodies and stream chunks travel beside them as
+ * transferred byte buffers; a reply body is copied once into a ring of
+ * shared memory and written out from there (shared-ring.ts).
  *
  * A request's life, front → worker → front:
  *
@@ -18,7 +19,7 @@ import type { ErrorCode } from '../src/errors.js';
 import type { MessagePort } from 'node:worker_threads';
 import type { RoutingConfig } from './config.js';
 
-export const PROTOCOL_VERSION = 1;
+export const PROTOCOL_VERSION = 2;
 
 /** The provider operations a worker serves. */
 export type Operation = 'chat' | 'embeddings';
@@ -118,5 +119,7 @@ export type FromWorker = ReplyFrame | HeadFrame | DataFrame | EndFrame | FailFra
 export interface AttachTask {
   readonly protocol: number;
   readonly port: MessagePort;
+  /** The shared ring (protocol/shared-ring.ts) the worker lends reply bodies through. */
+  readonly replies: SharedArrayBuffer;
   readonly routing: RoutingConfig;
 }

@@ -8,13 +8,15 @@
  */
 import { FramePort } from '../protocol/frame-port.js';
 import { PROTOCOL_VERSION, type AttachTask, type FromWorker, type ToWorker } from '../protocol/frames.js';
+import { RingWriter } from '../protocol/shared-ring.js';
 import { WorkerSession } from './session.js';
 
 export default function attach(task: AttachTask): Promise<void> {
   if (task.protocol !== PROTOCOL_VERSION) {
     throw new Error(`protocol mismatch: front speaks ${task.protocol}, worker speaks ${PROTOCOL_VERSION}`);
   }
-  new WorkerSession((onFrame) => new FramePort<ToWorker, FromWorker>(task.port, onFrame), task.routing);
+  const lendInto = new RingWriter(task.replies);
+  new WorkerSession((onFrame) => new FramePort<ToWorker, FromWorker>(task.port, onFrame, { lendInto }), task.routing);
   // The task lasts as long as the port: the front closes it when the pool closes.
   return new Promise((resolve) => task.port.once('close', () => resolve()));
 }

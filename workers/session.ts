@@ -99,7 +99,7 @@ class FrameSink implements ResponseSink {
   ) {}
 
   reply(status: number, contentType: string, headers: HeaderList, body: Payload, usage: Usage | null, upstreamMs: number): void {
-    if (this.#finish()) this.port.send({ t: 'reply', id: this.id, status, contentType, headers, labels: this.labels, usage, upstreamMs }, body);
+    if (this.#finish()) this.port.lend({ t: 'reply', id: this.id, status, contentType, headers, labels: this.labels, usage, upstreamMs }, body);
   }
   head(headers: HeaderList): void {
     if (!this.#done) this.port.send({ t: 'head', id: this.id, headers, labels: this.labels });

@@ -14,6 +14,7 @@ import type { Logger } from 'pino';
 import type { RoutingConfig } from '../../protocol/config.js';
 import { localChannel, wholePayload, type FrameSender, type Payload } from '../../protocol/channel.js';
 import { FramePort } from '../../protocol/frame-port.js';
+import { RingReader, ringMemory } from '../../protocol/shared-ring.js';
 import type { WorkerSession } from '../../workers/session.js';
 import {
   PROTOCOL_VERSION,
@@ -31,7 +32,10 @@ import {
 
 /** What the front does with a call's answer; exactly one of reply/end/fail ends it. */
 export interface CallHandlers {
-  /** `body`: one buffer, or (inline) the upstream body in the pieces it was read in. */
+  /**
+   * `body`: one buffer, or (inline) the upstream body in the pieces it was read in. Read it
+   * before returning: its bytes may be a worker's shared ring, reused once this returns.
+   */
   reply(frame: ReplyFrame, body: Payload): void;
   head(frame: HeadFrame): void;
   data(bytes: Uint8Array): void;
@@ -41,6 +45,11 @@ export interface CallHandlers {
 
 /** See the Piscina options below; loadtest/RESULTS.md has the RSS it saves. */
 const WORKER_YOUNG_GENERATION_MB = 12;
+/**
+ * Each worker's ring for reply bodies (protocol/shared-ring.ts): a dozen embeddings answers
+ * at once. A body that finds no room goes as a transferred buffer of its own, as before.
+ */
+const REPLY_RING_BYTES = 4 * 1024 * 1024;
 
 interface Slot {
   readonly index: number;
@@ -210,8 +219,9 @@ export class WorkerPool {
 
   #attach(slot: Slot): void {
     const { port1, port2 } = new MessageChannel();
-    slot.port = new FramePort<FromWorker, ToWorker>(port1, (frame, payload) => this.#onFrame(frame, payload));
-    const task: AttachTask = { protocol: PROTOCOL_VERSION, port: port2 as unknown as AttachTask['port'], routing: this.#routing };
+    const replies = ringMemory(REPLY_RING_BYTES);
+    slot.port = new FramePort<FromWorker, ToWorker>(port1, (frame, payload) => this.#onFrame(frame, payload), { borrowFrom: new RingReader(replies) });
+    const task: AttachTask = { protocol: PROTOCOL_VERSION, port: port2 as unknown as AttachTask['port'], replies, routing: this.#routing };
     (this.#piscina as Piscina).run(task, { transferList: [port2] as never }).then(
       () => this.#detached(slot, null),
       (err: unknown) => this.#detached(slot, err),
