@@ -90,13 +90,13 @@ describe('FramePort lent payloads', () => {
   });
 
   it('go as buffers of their own when the ring has no room, is too small, or is missing', async () => {
-    const big = bytes(3000, 4);
+    const big = bytes(4000, 4);
     const small = bytes(100, 5);
-    // 3000 bytes fit a 4096-byte ring once; the second waits on the first, which the receiver has not read yet.
-    const seen = await lendAll([big, big, small, bytes(5000, 6)], 4096);
-    expect(seen.map((s) => s.shared)).toEqual([true, false, true, false]);
-    expect(seen[1]?.bytes.equals(Buffer.from(big))).toBe(true);
-    expect(seen[3]?.bytes.equals(Buffer.from(bytes(5000, 6)))).toBe(true);
+    // A 16 KiB ring takes four of 4000 bytes; the fifth waits on the first, which the receiver has not read
+    // yet (all five go in one turn); 100 bytes still fit before the end; 5000 is over a quarter of the ring.
+    const seen = await lendAll([big, big, big, big, big, small, bytes(5000, 6)], 16384);
+    expect(seen.map((s) => s.shared)).toEqual([true, true, true, true, false, true, false]);
+    expect(seen.every((s, i) => s.bytes.equals(Buffer.from(i < 5 ? big : i === 5 ? small : bytes(5000, 6))))).toBe(true);
     const without = await lendAll([small], null);
     expect(without[0]).toEqual({ bytes: Buffer.from(small), shared: false });
   });
@@ -122,14 +122,14 @@ describe('FramePort lent payloads', () => {
             sender.close();
             receiver.close();
             resolve();
-          } else setImmediate(() => sender.lend({ t: 'reply' }, bytes(3000, sent)));
+          } else setImmediate(() => sender.lend({ t: 'reply' }, bytes(1000, sent)));
         },
         { borrowFrom: new RingReader(memory) },
       );
       const sender = new FramePort<never, { t: string }>(port1, () => {}, { lendInto: writer });
-      sender.lend({ t: 'reply' }, bytes(3000, 0));
+      sender.lend({ t: 'reply' }, bytes(1000, 0));
     });
-    // One at a time, each after the last was handled: every one of 20 × 3000 bytes went through a 4 KiB ring.
+    // One at a time, each after the last was handled: all 20 × 1000 bytes went through a 4 KiB ring.
     expect(rounds).toEqual(Array.from({ length: 20 }, () => 1));
   });
 });

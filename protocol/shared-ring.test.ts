@@ -16,22 +16,23 @@ describe('shared ring', () => {
     expect(Buffer.from(view).equals(Buffer.concat([a, b]))).toBe(true);
   });
 
-  it('refuses what does not fit until the reader releases it, and an empty or oversized payload always', () => {
-    const memory = ringMemory(1024);
+  it('refuses what does not fit until the reader releases it, and an empty payload or one over a quarter of the ring always', () => {
+    const memory = ringMemory(4096);
     const writer = new RingWriter(memory);
     const reader = new RingReader(memory);
+    expect(writer.largest).toBe(1024);
     expect(writer.write(new Uint8Array(0))).toBeNull();
     expect(writer.write(bytes(1025, 0))).toBeNull();
-    const first = writer.write(bytes(600, 1)) as RingSlice;
-    expect(first).not.toBeNull();
-    // 600 + 600 > 1024, and the second would have to start over at 0, where the first still is.
-    expect(writer.write(bytes(600, 2))).toBeNull();
-    reader.release(first);
-    const second = writer.write(bytes(600, 3)) as RingSlice;
-    expect(second).not.toBeNull();
-    // It did not fit after the first: it starts over at the beginning, one run of bytes.
-    expect(reader.view(second).byteOffset).toBe(reader.view([0, 1]).byteOffset);
-    expect(Buffer.from(reader.view(second)).equals(Buffer.from(bytes(600, 3)))).toBe(true);
+    const slices = [1, 2, 3, 4].map((seed) => writer.write(bytes(1024, seed)) as RingSlice);
+    expect(slices.every((slice) => slice !== null)).toBe(true);
+    // The ring is full: a fifth must start over at 0, where the first still is.
+    expect(writer.write(bytes(1024, 5))).toBeNull();
+    reader.release(slices[0] as RingSlice);
+    const fifth = writer.write(bytes(1024, 5)) as RingSlice;
+    expect(fifth).not.toBeNull();
+    expect(reader.view(fifth).byteOffset).toBe(reader.view([0, 1]).byteOffset);
+    expect(Buffer.from(reader.view(fifth)).equals(Buffer.from(bytes(1024, 5)))).toBe(true);
+    expect(Buffer.from(reader.view(slices[3] as RingSlice)).equals(Buffer.from(bytes(1024, 4)))).toBe(true);
   });
 
   it('keeps every payload intact across many wraps, with the reader a few payloads behind', () => {
@@ -42,7 +43,7 @@ describe('shared ring', () => {
     let written = 0;
     let refused = 0;
     for (let i = 0; i < 5000; i++) {
-      const payload = bytes(1 + ((i * 7919) % 1500), i);
+      const payload = bytes(1 + ((i * 7919) % 1024), i);
       const slice = writer.write(i % 3 === 0 ? [payload.subarray(0, 1), payload.subarray(1)] : payload);
       if (slice === null) {
         refused++;
@@ -50,8 +51,8 @@ describe('shared ring', () => {
         written++;
         unread.push({ slice, expected: payload });
       }
-      // The reader handles the oldest when three are waiting, or when the writer found no room.
-      while (unread.length > 3 || (slice === null && unread.length > 0)) {
+      // The reader handles the oldest when six are waiting, or when the writer found no room.
+      while (unread.length > 5 || (slice === null && unread.length > 0)) {
         const { slice: oldest, expected } = unread.shift() as { slice: RingSlice; expected: Uint8Array };
         expect(Buffer.from(reader.view(oldest)).equals(Buffer.from(expected))).toBe(true);
         reader.release(oldest);
@@ -68,7 +69,7 @@ describe('shared ring', () => {
     const nearWrap = 2 ** 32 - 100;
     reader.release([nearWrap, 0]);
     const writer = new RingWriter(memory);
-    const payloads = [bytes(60, 1), bytes(200, 2), bytes(300, 3), bytes(1000, 4)];
+    const payloads = [bytes(60, 1), bytes(200, 2), bytes(256, 3), bytes(250, 4)];
     for (const payload of payloads) {
       const slice = writer.write(payload) as RingSlice;
       expect(slice).not.toBeNull();

@@ -32,12 +32,12 @@ export function ringMemory(bytes: number): SharedArrayBuffer {
 abstract class RingEnd {
   /** [0]: how far the reader has read (a position modulo 2^32, stored as int32). */
   protected readonly control: Int32Array;
-  protected readonly data: Uint8Array;
+  protected readonly data: Buffer;
   protected readonly mask: number;
 
   constructor(memory: SharedArrayBuffer) {
     this.control = new Int32Array(memory, 0, 1);
-    this.data = new Uint8Array(memory, CONTROL_BYTES);
+    this.data = Buffer.from(memory, CONTROL_BYTES);
     this.mask = this.data.byteLength - 1;
   }
 }
@@ -46,15 +46,20 @@ export class RingWriter extends RingEnd {
   /** Where the next payload may start (modulo 2^32): at first, where the reader has read to. */
   #head = Atomics.load(this.control, 0) >>> 0;
 
+  /** The largest payload the ring takes: a quarter of it, so one large reply leaves room for others. */
+  get largest(): number {
+    return this.data.byteLength >>> 2;
+  }
+
   /**
    * Copies the payload into the ring; null when it does not fit now (the
-   * reader is behind, or it is larger than the ring) or is empty: the
-   * caller sends it another way.
+   * reader is behind), is larger than `largest`, or is empty: the caller
+   * sends it another way.
    */
   write(payload: Payload): RingSlice | null {
     const length = payloadLength(payload);
     const size = this.data.byteLength;
-    if (length === 0 || length > size) return null;
+    if (length === 0 || length > this.largest) return null;
     let start = this.#head;
     const at = start & this.mask;
     // A payload is one run of bytes: one that would cross the end starts over at the beginning.
@@ -63,9 +68,10 @@ export class RingWriter extends RingEnd {
     const read = Atomics.load(this.control, 0) >>> 0;
     if (read !== this.#head && ((start + length - read) >>> 0) > size) return null;
     let offset = start & this.mask;
-    if (payload instanceof Uint8Array) this.data.set(payload, offset);
-    else for (const piece of payload) {
-      this.data.set(piece, offset);
+    for (const piece of payload instanceof Uint8Array ? [payload] : payload) {
+      // fill(), not set(): into shared memory V8's set() copies with relaxed atomics, about
+      // 3 GB/s, where fill() with a source as long as the span is one memcpy (about 23 GB/s).
+      if (piece.byteLength > 0) this.data.fill(piece, offset, offset + piece.byteLength);
       offset += piece.byteLength;
     }
     this.#head = (start + length) >>> 0;
