@@ -1,0 +1,38 @@
+import { describe, expect, it } from 'vitest';
+import { localChannel } from './channel.js';
+
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+describe('localChannel', () => {
+  it('hands over the frames of a whole turn together, in order, after its callbacks and their microtasks', async () => {
+    const { a, b } = localChannel<number, string>();
+    const seen: number[] = [];
+    const sender = b(() => {});
+    a((frame) => seen.push(frame));
+    sender.send(1);
+    // Later callbacks of the same turn (here: microtasks) add to the batch instead of receiving the first frame
+    // on their own; a frame per microtask interleaved the two ends' work request by request.
+    await Promise.resolve();
+    await Promise.resolve();
+    expect(seen).toEqual([]);
+    sender.send(2);
+    sender.lend(3, new Uint8Array([1]));
+    await nextTurn();
+    expect(seen).toEqual([1, 2, 3]);
+  });
+
+  it('never delivers inside send, and delivers nothing once closed', async () => {
+    const { a, b } = localChannel<string, string>();
+    const seen: string[] = [];
+    const sender = b(() => {});
+    a((frame) => seen.push(frame));
+    sender.send('before');
+    expect(seen).toEqual([]);
+    await nextTurn();
+    expect(seen).toEqual(['before']);
+    sender.close();
+    sender.send('after');
+    await nextTurn();
+    expect(seen).toEqual(['before']);
+  });
+});
