@@ -21,6 +21,26 @@ describe('localChannel', () => {
     expect(seen).toEqual([1, 2, 3]);
   });
 
+  it('hands a batch over early, on a microtask, once it reaches 32 frames; what comes after waits for the turn', async () => {
+    const { a, b } = localChannel<number, string>();
+    const seen: number[] = [];
+    const sender = b(() => {});
+    a((frame) => seen.push(frame));
+    for (let i = 0; i < 31; i++) sender.send(i);
+    await Promise.resolve();
+    expect(seen).toEqual([]);
+    sender.send(31);
+    sender.send(32);
+    expect(seen).toEqual([]);
+    await Promise.resolve();
+    expect(seen).toEqual(Array.from({ length: 33 }, (_, i) => i));
+    sender.send(33);
+    await Promise.resolve();
+    expect(seen).toHaveLength(33);
+    await nextTurn();
+    expect(seen).toEqual(Array.from({ length: 34 }, (_, i) => i));
+  });
+
   it('never delivers inside send, and delivers nothing once closed', async () => {
     const { a, b } = localChannel<string, string>();
     const seen: string[] = [];

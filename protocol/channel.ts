@@ -101,7 +101,16 @@ export type ChannelEnd<In, Out> = (onFrame: FrameHandler<In>) => FrameSender<Out
  * against 9,202/s). The price is one trip through the check phase: about
  * 12 µs more at concurrency 1. This is also what a worker thread's
  * FramePort does, which is why one worker had been the faster mode.
+ *
+ * A batch is handed over early, on a microtask, once it holds BATCH_FRAMES.
+ * Unbounded, the batches of a burst held 5,000 slow streams in 231 MB of RSS
+ * instead of 159 (smaps: V8's heap +59 MB, malloc +32 MB); 32 frames keep
+ * the chat throughput (15,041 against 15,222 req/s unbounded), 8 cost 7 %.
  */
+const BATCH_FRAMES = 32;
+
+/** `then` on a settled promise queues a plain V8 microtask; Node's queueMicrotask wraps each in an AsyncResource. */
+const settled = Promise.resolve();
 
 export function localChannel<A, B>(): { a: ChannelEnd<A, B>; b: ChannelEnd<B, A> } {
   const handlers: { a: FrameHandler<A> | null; b: FrameHandler<B> | null } = { a: null, b: null };
@@ -121,6 +130,7 @@ export function localChannel<A, B>(): { a: ChannelEnd<A, B>; b: ChannelEnd<B, A>
           if (closed) return;
           if (queue.length === 0) setImmediate(flush);
           queue.push([frame, payload]);
+          if (queue.length === BATCH_FRAMES) void settled.then(flush);
         },
         lend(frame, payload) {
           this.send(frame, payload);
