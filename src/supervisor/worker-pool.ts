@@ -46,8 +46,9 @@ export interface CallHandlers {
 /** See the Piscina options below; loadtest/RESULTS.md has the RSS it saves. */
 const WORKER_YOUNG_GENERATION_MB = 12;
 /**
- * Each worker's ring for reply bodies (protocol/shared-ring.ts): a dozen embeddings answers
- * at once. A body that finds no room goes as a transferred buffer of its own, as before.
+ * Each worker's ring for reply bodies (protocol/shared-ring.ts): about 18 embeddings answers
+ * at once. A body that finds no room, or is over a quarter of the ring, goes as a transferred
+ * buffer of its own, as before.
  */
 const REPLY_RING_BYTES = 4 * 1024 * 1024;
 
