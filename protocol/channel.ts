@@ -125,16 +125,16 @@ export function localChannel<A, B>(): { a: ChannelEnd<A, B>; b: ChannelEnd<B, A>
         const deliver = (handlers as Record<'a' | 'b', FrameHandler<unknown> | null>)[peer];
         if (deliver) for (const [frame, payload] of batch) deliver(frame, payload);
       };
+      const send = (frame: Out, payload?: Payload): void => {
+        if (closed) return;
+        if (queue.length === 0) setImmediate(flush);
+        queue.push([frame, payload]);
+        if (queue.length === BATCH_FRAMES) void settled.then(flush);
+      };
+      // In-thread nothing is copied or reused, so lending is sending.
       return {
-        send(frame, payload) {
-          if (closed) return;
-          if (queue.length === 0) setImmediate(flush);
-          queue.push([frame, payload]);
-          if (queue.length === BATCH_FRAMES) void settled.then(flush);
-        },
-        lend(frame, payload) {
-          this.send(frame, payload);
-        },
+        send,
+        lend: send,
         close() {
           closed = true;
         },
