@@ -1,7 +1,36 @@
-// Reading V8 .cpuprofile files (node --cpu-prof): cut to a time window, summarize as markdown,
-// draw as a flame graph SVG. Used by loadtest/profile.mjs.
+// Reading V8 .cpuprofile files (node --cpu-prof): name bundled frames by their own files, cut
+// to a time window, summarize as markdown, draw as a flame graph SVG. Used by loadtest/profile.mjs.
+import { existsSync, readFileSync } from 'node:fs';
+import { SourceMap } from 'node:module';
+import { fileURLToPath } from 'node:url';
 
 const IDLE = new Set(['(idle)', '(program)']);
+
+// What tools/bundle.mjs writes: the front's dist/server.js and the worker's dist/worker/*.js.
+const BUNDLE = /\/dist\/(server\.js|worker\/[^/]+\.js)$/;
+
+/**
+ * Renames each frame of a bundle to the file and line it was bundled from, through the bundle's
+ * source map: "CPU by package" reads a frame's file, which in a bundle is the bundle's.
+ */
+export function unbundle(profile) {
+  const maps = new Map();
+  const mapOf = (url) => {
+    if (!maps.has(url)) {
+      const file = BUNDLE.test(url) ? `${fileURLToPath(url)}.map` : null;
+      maps.set(url, file && existsSync(file) ? new SourceMap(JSON.parse(readFileSync(file, 'utf8'))) : null);
+    }
+    return maps.get(url);
+  };
+  const nodes = profile.nodes.map((n) => {
+    const { url, lineNumber, columnNumber } = n.callFrame;
+    const map = url.startsWith('file://') && lineNumber >= 0 ? mapOf(url) : null;
+    const entry = map?.findEntry(lineNumber, columnNumber);
+    if (!entry?.originalSource) return n;
+    return { ...n, callFrame: { ...n.callFrame, url: new URL(entry.originalSource, url).href, lineNumber: entry.originalLine, columnNumber: entry.originalColumn } };
+  });
+  return { ...profile, nodes };
+}
 
 /** Keeps the samples taken between `fromUs` and `toUs` (CLOCK_MONOTONIC µs, V8's clock too); prunes nodes left empty. */
 export function trimToWindow(profile, fromUs, toUs) {

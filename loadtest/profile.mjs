@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { run } from './load.mjs';
-import { costTable, flameGraphSvg, summarize, trimToWindow } from './profile-tree.mjs';
+import { costTable, flameGraphSvg, summarize, trimToWindow, unbundle } from './profile-tree.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const seconds = Number(process.env.PROFILE_SECONDS ?? 5);
@@ -77,9 +77,8 @@ for (const { mode, label, title, workers, args, pattern, model = 'bench-chat', k
   const profiling = ['--cpu-prof', `--cpu-prof-dir=${profDir}`, `--cpu-prof-interval=${intervalUs}`];
   const server = args
     ? await start(1, [...profiling, ...args], {}, pattern)
-    // tsc's unbundled entry, not the dist/server.js bundle npm start runs: the same code, but each
-    // function keeps the URL of its own package's file, which is what "CPU by package" reads.
-    : await start(1, [...profiling, '--max-semi-space-size=4', 'dist/src/main.js'], {
+    // What npm start runs; unbundle() names each frame by the file it was bundled from.
+    : await start(1, [...profiling, '--max-semi-space-size=4', 'dist/server.js'], {
       GATEWAY_CONFIG: config, GATEWAY_API_KEY: 'profile-key', HOST: '127.0.0.1', PORT: '0', GATEWAY_WORKERS: workers, LOG_LEVEL: 'info', GATEWAY_DRAIN_DELAY: '0',
     }, /"port":(\d+)/);
   const load = {
@@ -102,7 +101,7 @@ for (const { mode, label, title, workers, args, pattern, model = 'bench-chat', k
   report.push(`## ${title}\n\n${Math.round(result.rps).toLocaleString('en-US')} req/s over ${seconds} s at concurrency ${connections}, ${result.errors} errors (under the profiler, which slows it).\n`);
   const profiles = [];
   for (const file of files) {
-    const profile = trimToWindow(JSON.parse(readFileSync(join(profDir, file), 'utf8')), from, to);
+    const profile = trimToWindow(unbundle(JSON.parse(readFileSync(join(profDir, file), 'utf8'))), from, to);
     profiles.push(profile);
     // The thread that ran the front is the one with uWS in it; a worker thread's profile has none.
     const thread = files.length === 1 ? 'all' : JSON.stringify(profile).includes('dist/src/front/') ? 'front' : 'worker';

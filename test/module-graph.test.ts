@@ -1,10 +1,9 @@
 // What each thread loads at start, read off the compiled modules' static imports (dynamic
 // `import()` is what loads a module later, on demand). A package in the wrong thread's start
 // graph costs that thread its RSS and start time: undici ~20 MB, zod ~11 MB per isolate.
-import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -27,24 +26,42 @@ function packagesLoadedAtStart(entry: string): Set<string> {
   return packages;
 }
 
+/** The packages esbuild bundled into a file: it heads each bundled file's code with a comment naming its path. */
+function bundledPackages(file: string): Set<string> {
+  const names = new Set<string>();
+  for (const [, name] of readFileSync(join(root, file), 'utf8').matchAll(/^\/\/ node_modules\/((?:@[^/]+\/)?[^/]+)\//gm)) names.add(name as string);
+  return names;
+}
+
+/** The files of undici bundled into a file, by their path inside the package. */
+function bundledUndiciFiles(file: string): string[] {
+  return [...readFileSync(join(root, file), 'utf8').matchAll(/^\/\/ node_modules\/undici\/(\S+)$/gm)].map(([, path]) => path as string);
+}
+
+const workerBundle = () => readdirSync(join(root, 'dist/worker')).filter((f) => f.endsWith('.js'));
+
 describe('what each thread loads at start (dist/, built by npm test)', () => {
-  it('a provider worker loads msgpackr but not zod: the schemas are imported only for a body the hand checks do not pass', () => {
-    const worker = packagesLoadedAtStart('dist/workers/entry.js');
-    expect(worker).toContain('msgpackr');
-    expect(worker).not.toContain('zod');
+  it('a provider worker runs one bundled file with msgpackr and undici in it; zod is in a chunk it imports only for a body the hand checks do not pass', () => {
+    const entry = readFileSync(join(root, 'dist/worker/entry.js'), 'utf8');
+    const inEntry = bundledPackages('dist/worker/entry.js');
+    expect(inEntry).toContain('msgpackr');
+    expect(inEntry).toContain('undici');
+    expect(inEntry).not.toContain('zod');
+    const zodChunks = workerBundle().filter((f) => bundledPackages(`dist/worker/${f}`).has('zod'));
+    expect(zodChunks).toHaveLength(1);
+    const chunk = zodChunks[0] as string;
+    expect(entry).toContain(`import("./${chunk}")`);
+    const staticImports = [...entry.matchAll(STATIC_IMPORT)].map(([, specifier]) => specifier);
+    expect(staticImports).not.toContain(`./${chunk}`);
   });
 
-  it("a provider worker loads undici's Pool and what it needs, not undici's index (fetch, WebSocket, caches: 3× the load time)", () => {
-    // Run in a fresh process: undici is CommonJS, so what is loaded is in require's cache.
-    const session = pathToFileURL(join(root, 'dist/workers/session.js')).href;
-    const script = `await import(${JSON.stringify(session)});
-      const { createRequire } = await import('node:module');
-      const undici = Object.keys(createRequire(import.meta.url).cache).filter((f) => f.includes('/node_modules/undici/'));
-      process.stdout.write(JSON.stringify(undici.map((f) => f.slice(f.indexOf('/node_modules/undici/') + 21))));`;
-    const loaded = JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', script], { cwd: root, encoding: 'utf8' })) as string[];
-    expect(loaded).toContain('lib/dispatcher/pool.js');
-    expect(loaded).not.toContain('index.js');
-    expect(loaded).not.toContain('lib/web/fetch/index.js');
+  it("a provider worker bundles undici's Pool and what it needs, not undici's index (fetch, WebSocket, caches: 3× the load time)", () => {
+    const files = bundledUndiciFiles('dist/worker/entry.js');
+    expect(files).toContain('lib/dispatcher/pool.js');
+    expect(files).not.toContain('index.js');
+    expect(files).not.toContain('lib/web/fetch/index.js');
+    // Pool's HTTP/1 client needs a few of fetch's helpers (body.js and what it imports), none of these.
+    expect(files.filter((f) => /^lib\/(web\/(websocket|cache|eventsource)|mock|interceptor)\//.test(f))).toEqual([]);
   });
 
   it('the front loads uWS, zod (config, manifest) and prom-client but not undici: the worker session is imported only in inline mode', () => {
@@ -55,16 +72,18 @@ describe('what each thread loads at start (dist/, built by npm test)', () => {
     expect(front).not.toContain('undici');
   });
 
-  it('npm start runs the front bundled in one file (dist/server.js) with the native addon, piscina and undici left to node_modules', () => {
-    // esbuild heads each bundled file's code with a comment naming its path.
-    const bundled = new Set<string>();
-    for (const [, name] of readFileSync(join(root, 'dist/server.js'), 'utf8').matchAll(/^\/\/ node_modules\/((?:@[^/]+\/)?[^/]+)\//gm)) bundled.add(name as string);
-    for (const name of ['zod', 'prom-client', 'pino', 'yaml', 'msgpackr']) expect(bundled).toContain(name);
-    for (const name of ['uWebSockets.js', 'piscina', 'undici']) expect(bundled).not.toContain(name);
+  it('npm start runs the front bundled in one file (dist/server.js), piscina in it, with only the native addon left to node_modules', () => {
+    const bundled = bundledPackages('dist/server.js');
+    for (const name of ['zod', 'prom-client', 'pino', 'yaml', 'msgpackr', 'piscina']) expect(bundled).toContain(name);
+    expect(bundled).not.toContain('uWebSockets.js');
+    // undici's Pool is there for inline mode's session, behind the import() that only inline mode makes.
+    expect(bundledUndiciFiles('dist/server.js')).toContain('lib/dispatcher/pool.js');
   });
 
-  it('the bundle is ASCII only: one wider character would make V8 hold all of its source at two bytes each', () => {
-    const wide = readFileSync(join(root, 'dist/server.js'), 'utf8').match(/[^\x00-\x7f]/gu) ?? [];
-    expect(wide).toEqual([]);
+  it('the bundles are ASCII only: one wider character would make V8 hold all of a file\'s source at two bytes each', () => {
+    for (const file of ['dist/server.js', ...workerBundle().map((f) => `dist/worker/${f}`)]) {
+      const wide = readFileSync(join(root, file), 'utf8').match(/[^\x00-\x7f]/gu) ?? [];
+      expect(wide, file).toEqual([]);
+    }
   });
 });

@@ -9,16 +9,16 @@
  * rest of the worker's work (the profile in loadtest/RESULTS.md).
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { createRequire } from 'node:module';
-import type { Dispatcher, Pool as UndiciPool } from 'undici';
+import type { Dispatcher } from 'undici';
+// Pool's own module, not undici's index: the index loads fetch, WebSocket, caches and mocks
+// as well, which is 3× the load time (150 ms against 50 ms on one core) and heap in every
+// worker. Only `dispatch` is used, which Pool has without the index's request API. A static
+// import, so that tools/bundle.mjs bundles it into the worker.
+import Pool from 'undici/lib/dispatcher/pool.js';
 import type { Timeouts } from '../protocol/config.js';
 import { GatewayError, type ErrorCode } from '../src/errors.js';
 
-// Pool's own module, not undici's index: the index loads fetch, WebSocket, caches and mocks
-// as well, which is 3× the load time (150 ms against 50 ms on one core) and heap in every
-// worker. Only `dispatch` is used, which Pool has without the index's request API.
-const Pool = createRequire(import.meta.url)('undici/lib/dispatcher/pool.js') as typeof UndiciPool;
-type Pool = UndiciPool;
+type Pool = InstanceType<typeof Pool>;
 
 const pools = new Map<string, Pool>();
 

@@ -288,8 +288,8 @@ export class WorkerPool {
 }
 
 /**
- * Workers always run compiled JavaScript: `dist/workers/entry.js` under the
- * package root, whether the front runs from dist/ or (in tests) from src/.
+ * Workers always run the bundled worker, `dist/worker/entry.js` under the
+ * package root (tools/bundle.mjs), whether the front runs bundled or from tsc's dist/.
  */
 function workerEntryPath(): string {
   let dir = dirname(fileURLToPath(import.meta.url));
@@ -298,7 +298,7 @@ function workerEntryPath(): string {
     if (parent === dir) throw new Error('cannot find the package root to locate the worker entry');
     dir = parent;
   }
-  const entry = join(dir, 'dist', 'workers', 'entry.js');
+  const entry = join(dir, 'dist', 'worker', 'entry.js');
   if (!existsSync(entry)) throw new Error(`worker entry ${entry} is missing: run "npm run build" first`);
   return entry;
 }
