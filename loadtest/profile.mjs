@@ -104,7 +104,7 @@ for (const { mode, label, title, workers, args, pattern, model = 'bench-chat', k
     const profile = trimToWindow(unbundle(JSON.parse(readFileSync(join(profDir, file), 'utf8'))), from, to);
     profiles.push(profile);
     // The thread that ran the front is the one with uWS in it; a worker thread's profile has none.
-    const thread = files.length === 1 ? 'all' : JSON.stringify(profile).includes('dist/src/front/') ? 'front' : 'worker';
+    const thread = files.length === 1 ? 'all' : JSON.stringify(profile).includes('/src/front/') ? 'front' : 'worker';
     const name = `${mode}-${thread}`;
     const threadName = thread === 'all' ? 'the one thread' : `${thread} thread`;
     writeFileSync(join(outDir, `${name}.cpuprofile`), JSON.stringify(profile));
