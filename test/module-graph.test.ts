@@ -1,6 +1,7 @@
 // What each thread loads at start, read off the compiled modules' static imports (dynamic
-// `import()` is what loads a module later, on demand). A package in the wrong thread's start
-// graph costs that thread its RSS and start time: undici ~20 MB, zod ~11 MB per isolate.
+// `import()` is what loads a module later, on demand) and off what tools/bundle.mjs put in each
+// bundle. A package in the wrong thread's start graph costs that thread its RSS and start
+// time: undici ~20 MB, zod ~11 MB per isolate.
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
