@@ -177,7 +177,7 @@ writeFileSync(config, `model_list:
     params: { model: openai/bench-model, api_base: ${upstreamBase}/paced/v1, api_key: upstream-key }
 `);
 // The gateway as npm start and the Dockerfile's CMD run it.
-const START_ARGS = ['--max-semi-space-size=4', 'dist/server.js'];
+const START_ARGS = ['--max-semi-space-size=4', '--v8-pool-size=1', 'dist/server.js'];
 const gatewayEnv = (workers, port) => ({ GATEWAY_CONFIG: config, GATEWAY_API_KEY: KEY, PORT: String(port), HOST: '127.0.0.1', GATEWAY_WORKERS: workers, LOG_LEVEL: 'info' });
 const servers = {
   '1 worker': (port) => ({ name: '1 worker', cpu: GATEWAY_CPU, args: START_ARGS, env: gatewayEnv('1', port), port, readyPath: '/ready' }),

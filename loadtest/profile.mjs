@@ -78,7 +78,7 @@ for (const { mode, label, title, workers, args, pattern, model = 'bench-chat', k
   const server = args
     ? await start(1, [...profiling, ...args], {}, pattern)
     // What npm start runs; unbundle() names each frame by the file it was bundled from.
-    : await start(1, [...profiling, '--max-semi-space-size=4', 'dist/server.js'], {
+    : await start(1, [...profiling, '--max-semi-space-size=4', '--v8-pool-size=1', 'dist/server.js'], {
       GATEWAY_CONFIG: config, GATEWAY_API_KEY: 'profile-key', HOST: '127.0.0.1', PORT: '0', GATEWAY_WORKERS: workers, LOG_LEVEL: 'info', GATEWAY_DRAIN_DELAY: '0',
     }, /"port":(\d+)/);
   const load = {

@@ -339,6 +339,7 @@ describe('the Dockerfile', () => {
     const npmStart = npmStartNodeArgs(ROOT);
     expect(startCommand(FINAL).slice(1)).toEqual(npmStart);
     expect(startCommand(FINAL)).toContain('--max-semi-space-size=4');
+    expect(startCommand(FINAL)).toContain('--v8-pool-size=1');
     const bench = readFileSync(join(ROOT, 'loadtest/bench.mjs'), 'utf8');
     expect(bench).toContain(`const START_ARGS = ${JSON.stringify(npmStart).replaceAll('"', "'").replaceAll(',', ', ')};`);
   });
