@@ -7,7 +7,7 @@
 //   variants: [{ "name": "before", "cwd": "/tmp/before" }, { "name": "after" },
 //              { "name": "inline", "workers": "0" }, { "name": "no access log", "env": { "LOG_LEVEL": "warn" } },
 //              { "name": "access log to a pipe this process drains", "stdout": "pipe" },
-//              { "name": "flags", "flags": ["--single-threaded-gc"] } (default: npm start's, --max-semi-space-size=4 --v8-pool-size=1), { "name": "direct", "direct": true }]
+//              { "name": "flags", "flags": ["--single-threaded-gc"] } (default: npm start's, start-args.mjs), { "name": "direct", "direct": true }]
 //   ("cwd": another checkout, built, e.g. `git worktree add /tmp/before HEAD~1` + node_modules link + tsc)
 // Env: AB_ROUTE chat | stream | embeddings (default chat), AB_CONNECTIONS (64), AB_ROUNDS (8), AB_SECONDS (2).
 import { spawn, execFileSync } from 'node:child_process';
@@ -18,6 +18,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
 import { run } from './load.mjs';
+import { START_FLAGS } from './start-args.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const variants = JSON.parse(process.argv[2] ?? '[{"name":"1 worker"},{"name":"inline","workers":"0"}]');
@@ -71,7 +72,7 @@ for (const v of variants) {
   const cwd = v.cwd ?? root;
   // A checkout from before the front was bundled (tools/bundle.mjs) has only tsc's entry.
   const main = existsSync(join(cwd, 'dist/server.js')) ? 'dist/server.js' : 'dist/src/main.js';
-  const g = await start(1, () => [...(v.flags ?? ['--max-semi-space-size=4', '--v8-pool-size=1']), main], env, cwd, '/ready', v.stdout);
+  const g = await start(1, () => [...(v.flags ?? START_FLAGS), main], env, cwd, '/ready', v.stdout);
   gateways.push({ v, ...g, rps: [], cpu: [], p50: [], p99: [] });
 }
 const chat = { model: 'bench-chat', messages: [{ role: 'user', content: 'Say hello to the benchmark.' }] };

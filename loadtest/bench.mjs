@@ -22,6 +22,7 @@ import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
 import { run, hold } from './load.mjs';
+import { START_ARGS } from './start-args.mjs';
 
 const benchStarted = performance.now();
 const startedAt = new Date();
@@ -176,8 +177,6 @@ writeFileSync(config, `model_list:
   - model_name: bench-paced
     params: { model: openai/bench-model, api_base: ${upstreamBase}/paced/v1, api_key: upstream-key }
 `);
-// The gateway as npm start and the Dockerfile's CMD run it.
-const START_ARGS = ['--max-semi-space-size=4', '--v8-pool-size=1', 'dist/server.js'];
 const gatewayEnv = (workers, port) => ({ GATEWAY_CONFIG: config, GATEWAY_API_KEY: KEY, PORT: String(port), HOST: '127.0.0.1', GATEWAY_WORKERS: workers, LOG_LEVEL: 'info' });
 const servers = {
   '1 worker': (port) => ({ name: '1 worker', cpu: GATEWAY_CPU, args: START_ARGS, env: gatewayEnv('1', port), port, readyPath: '/ready' }),
@@ -478,7 +477,7 @@ const directRps = (key) => agg(key, 'direct').rps.med;
 /** Each Switchyard mode's CPU per request less the bare relay's, in a scenario the relay ran. */
 const featureCost = (key) => switchyardModes.map((n) => `${fmt(agg(key, n).cpu.med - agg(key, RELAY).cpu.med)} µs ${inMode(n)}`).join(' and ');
 const obstacles = {
-  'added latency, chat c1, p50': () => 'With one worker thread the front and the worker wake each other twice per request on the one core: at concurrency 1 the gateway spent about 435 µs of CPU per request with one worker against 269 µs inline (`AB_CONNECTIONS=1 node loadtest/ab.mjs`, 2026-11-23).',
+  'added latency, chat c1, p50': () => 'With one worker thread the front and the worker wake each other twice per request on the one core: at concurrency 1 the gateway spent about 280 µs of CPU per request with one worker against 182 µs inline (`AB_CONNECTIONS=1 node loadtest/ab.mjs`, 2026-11-24), with 4.0 context switches and 15.3 system calls per request against 2.0 and 8.9 (`perf stat`).',
   'added latency, chat c1, p99': () => 'Inline, most of the tail is V8\'s young-generation collections: a scavenge pauses the thread 0.3–0.6 ms about every 200 requests at concurrency 1, between handlers, so the access log\'s own time (below) misses it; in one traced run (2026-11-24, `--trace-gc`, 28,590 requests) each of the 159 scavenges put a request over 600 µs, half of all that were. With one worker the front collects about every 500 requests and the worker every 210, a third of the requests over 600 µs in a traced run; most of the rest are the two threads waking each other on the one core. A fixed 8 MiB semi-space (`node --min-semi-space-size=8 --max-semi-space-size=8`, against npm start\'s `--max-semi-space-size=4`) halves the scavenges and took the p99 from 765 to 386 µs inline and from 881 to 643 µs with 1 worker (direct 130 µs; `AB_CONNECTIONS=1 node loadtest/ab.mjs`, 7 alternated rounds of 3 s, 2026-11-23), but it holds read buffers longer: in one full bench run, peak RSS rose 143 → 169 MB inline and 177 → 210 MB with 1 worker, and 5,000 slow streams with 1 worker 202 → 250 MB. docs/OPERATIONS.md, "Sizing", has it as a choice; the default keeps the memory targets.',
   'chat c64 throughput': () => `The direct path itself ran at ${fmt(directRps('chat64'))} req/s here, so ${fmt(12000)} req/s would be ${fmt(12000 / directRps('chat64'), 2)}× direct; what bounds the gateway is its CPU per request (below).`,
   'streams c64, ratio to direct': () => `Per stream the gateway used more CPU than the bare relay by ${featureCost('stream64')}: the relay passes the upstream's bytes on unread, while the gateway checks each of the 20 events, reads the usage and times the first token. The upstream writes each stream whole, in one write, so direct costs its client about what a chat answer does; against an upstream that writes a chunk per turn, as providers do (the "written one by one" row), the ratio is ${fmt(agg('streamPaced64', '1 worker').ratio.med, 2)}× / ${fmt(agg('streamPaced64', 'inline').ratio.med, 2)}× (1 worker / inline).`,

@@ -16,6 +16,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { run } from './load.mjs';
+import { START_ARGS } from './start-args.mjs';
 import { costTable, flameGraphSvg, summarize, trimToWindow, unbundle } from './profile-tree.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -78,7 +79,7 @@ for (const { mode, label, title, workers, args, pattern, model = 'bench-chat', k
   const server = args
     ? await start(1, [...profiling, ...args], {}, pattern)
     // What npm start runs; unbundle() names each frame by the file it was bundled from.
-    : await start(1, [...profiling, '--max-semi-space-size=4', '--v8-pool-size=1', 'dist/server.js'], {
+    : await start(1, [...profiling, ...START_ARGS], {
       GATEWAY_CONFIG: config, GATEWAY_API_KEY: 'profile-key', HOST: '127.0.0.1', PORT: '0', GATEWAY_WORKERS: workers, LOG_LEVEL: 'info', GATEWAY_DRAIN_DELAY: '0',
     }, /"port":(\d+)/);
   const load = {
@@ -103,7 +104,7 @@ for (const { mode, label, title, workers, args, pattern, model = 'bench-chat', k
   for (const file of files) {
     const profile = trimToWindow(unbundle(JSON.parse(readFileSync(join(profDir, file), 'utf8'))), from, to);
     profiles.push(profile);
-    // The thread that ran the front is the one with uWS in it; a worker thread's profile has none.
+    // The thread that ran the front is the one with the front's modules (src/front/) in it.
     const thread = files.length === 1 ? 'all' : JSON.stringify(profile).includes('/src/front/') ? 'front' : 'worker';
     const name = `${mode}-${thread}`;
     const threadName = thread === 'all' ? 'the one thread' : `${thread} thread`;
