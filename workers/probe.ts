@@ -19,9 +19,8 @@ export async function probeUpstream(frame: ProbeFrame): Promise<ProbedFrame> {
   }, frame.timeoutMs);
   const headers: Record<string, string> = { accept: 'application/json' };
   if (frame.apiKey) headers.authorization = `Bearer ${frame.apiKey}`;
-  const ms = frame.timeoutMs;
   try {
-    upstreamExchange(frame.apiBase, { connectMs: ms, headersMs: ms, idleMs: ms }, 'GET', '/models', null, headers, exchange);
+    upstreamExchange(frame.apiBase, frame.timeoutMs, 'GET', '/models', null, headers, exchange);
     const { status } = await exchange.head;
     // Read to the end so the connection is kept for the next probe; a body cut off changes nothing.
     await exchange.body.catch(() => undefined);

@@ -15,7 +15,6 @@ import type { Dispatcher } from 'undici';
 // worker. Only `dispatch` is used, which Pool has without the index's request API. A static
 // import, so that tools/bundle.mjs bundles it into the worker.
 import Pool from 'undici/lib/dispatcher/pool.js';
-import type { Timeouts } from '../protocol/config.js';
 import { GatewayError, type ErrorCode } from '../src/errors.js';
 
 type Pool = InstanceType<typeof Pool>;
@@ -218,10 +217,16 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
 const NONE: readonly Uint8Array[] = [];
 const asError = (reason: unknown): Error => (reason instanceof Error ? reason : new Error(String(reason)));
 
-/** Starts one upstream call with its timeouts (undici's own are a backstop to workers/deadlines.ts). */
+/**
+ * Starts one upstream call. Its deadlines are the caller's (workers/deadlines.ts, or the probe's
+ * timer): undici's own headers and body timeouts are off. They would only repeat those, later,
+ * and cost every request two of undici's coarse timers, which it keeps for up to a second after
+ * they are cleared, so each survives into the old generation as garbage (3/4 of what a worker
+ * promoted under chat at concurrency 64).
+ */
 export function upstreamExchange(
   apiBase: string,
-  timeouts: Pick<Timeouts, 'connectMs' | 'headersMs' | 'idleMs'>,
+  connectMs: number,
   method: 'GET' | 'POST',
   path: string,
   body: string | null,
@@ -229,14 +234,11 @@ export function upstreamExchange(
   exchange: UpstreamExchange,
 ): void {
   const { origin, basePath } = parseBase(apiBase);
-  const { connectMs, headersMs, idleMs } = timeouts;
-  poolFor(origin, connectMs).dispatch({ method, path: basePath + path, headers, body, headersTimeout: headersMs, bodyTimeout: idleMs }, exchange);
+  poolFor(origin, connectMs).dispatch({ method, path: basePath + path, headers, body, headersTimeout: 0, bodyTimeout: 0 }, exchange);
 }
 
 const CODES: Record<string, ErrorCode> = {
   UND_ERR_CONNECT_TIMEOUT: 'upstream_connect_timeout',
-  UND_ERR_HEADERS_TIMEOUT: 'upstream_headers_timeout',
-  UND_ERR_BODY_TIMEOUT: 'upstream_idle_timeout',
   ECONNREFUSED: 'upstream_unreachable',
   ENOTFOUND: 'upstream_unreachable',
   EAI_AGAIN: 'upstream_unreachable',

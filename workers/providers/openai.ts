@@ -38,7 +38,7 @@ export const openaiAdapter: ProviderAdapter = {
         accept: call.stream ? 'text/event-stream' : 'application/json',
       };
       if (upstream.apiKey) headers.authorization = `Bearer ${upstream.apiKey}`;
-      upstreamExchange(upstream.apiBase, upstream.timeouts, 'POST', PATHS[call.op], JSON.stringify(call.body), headers, exchange);
+      upstreamExchange(upstream.apiBase, upstream.timeouts.connectMs, 'POST', PATHS[call.op], JSON.stringify(call.body), headers, exchange);
       const { status, headers: responseHeaders } = await exchange.head;
       answered = true;
       const passHeaders = allowlistedHeaders(responseHeaders);
