@@ -8,6 +8,7 @@ import { wholePayload, type ChannelEnd, type FrameSender, type Payload } from '.
 import type { RoutingConfig } from '../protocol/config.js';
 import type { CallFrame, FromWorker, HeaderList, RouteLabels, ToWorker, Usage } from '../protocol/frames.js';
 import { GatewayError, isErrorCode, type ErrorCode } from '../src/errors.js';
+import { ChurnMap } from '../src/churn-tables.js';
 import { CallControl } from './call-control.js';
 import { Flow } from './flow.js';
 import { probeUpstream } from './probe.js';
@@ -23,7 +24,7 @@ interface ActiveCall {
 
 export class WorkerSession {
   readonly #port: FrameSender<FromWorker>;
-  readonly #calls = new Map<number, ActiveCall>();
+  readonly #calls = new ChurnMap<number, ActiveCall>();
   #router: Router;
 
   /** `channel` is a worker thread's MessagePort end, or the in-thread end of GATEWAY_WORKERS=0. */

@@ -3,6 +3,8 @@
  * so load balancers with idle timeouts do not cut a long time-to-first-token
  * stream. One sweeping timer serves every stream.
  */
+import { ChurnSet } from '../churn-tables.js';
+
 export interface KeptAlive {
   /** performance.now() of the last write. */
   lastWrite: number;
@@ -10,7 +12,7 @@ export interface KeptAlive {
 }
 
 export class StreamKeepalive {
-  readonly #streams = new Set<KeptAlive>();
+  readonly #streams = new ChurnSet<KeptAlive>();
   readonly #intervalMs: number;
   #timer: NodeJS.Timeout | null = null;
 
@@ -40,6 +42,6 @@ export class StreamKeepalive {
 
   #sweep(): void {
     const due = performance.now() - this.#intervalMs;
-    for (const stream of this.#streams) if (stream.lastWrite <= due) stream.writeComment();
+    for (const stream of this.#streams.values()) if (stream.lastWrite <= due) stream.writeComment();
   }
 }

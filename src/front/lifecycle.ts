@@ -10,6 +10,8 @@
  * open is interrupted: a stream ends with an SSE error event, a pending
  * answer becomes a 503.
  */
+import { ChurnSet } from '../churn-tables.js';
+
 export type Phase = 'serving' | 'draining' | 'closing' | 'closed';
 
 /** A request in flight that can be ended early with `shutting_down`. */
@@ -19,7 +21,7 @@ export interface Interruptible {
 
 export class Lifecycle {
   phase: Phase = 'serving';
-  readonly active = new Set<Interruptible>();
+  readonly active = new ChurnSet<Interruptible>();
   #idle: Array<() => void> = [];
 
   get accepting(): boolean {
@@ -47,7 +49,7 @@ export class Lifecycle {
 
   /** Ends every request still in flight with `shutting_down`. */
   interruptAll(): number {
-    const calls = [...this.active];
+    const calls = this.active.values();
     for (const call of calls) call.interrupt();
     return calls.length;
   }

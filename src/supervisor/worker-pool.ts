@@ -16,6 +16,7 @@ import { localChannel, wholePayload, type FrameSender, type Payload } from '../.
 import { FramePort } from '../../protocol/frame-port.js';
 import { RingReader, ringMemory } from '../../protocol/shared-ring.js';
 import type { WorkerSession } from '../../workers/session.js';
+import { ChurnMap } from '../churn-tables.js';
 import {
   PROTOCOL_VERSION,
   type AttachTask,
@@ -77,7 +78,7 @@ export class WorkerPool {
   /** Null in inline mode (size 0): one worker session runs on the front thread. */
   readonly #piscina: Piscina | null;
   readonly #slots: Slot[] = [];
-  readonly #pending = new Map<number, Pending>();
+  readonly #pending = new ChurnMap<number, Pending>();
   /** Pings and probes waiting for their answer, by frame id. */
   readonly #control = new Map<number, (frame: PongFrame | ProbedFrame) => void>();
   readonly #log: Logger;
@@ -234,7 +235,7 @@ export class WorkerPool {
     if (this.#closing) return;
     this.#log.error({ event: 'worker_died', worker: slot.index, err: err instanceof Error ? err.message : String(err) }, 'provider worker stopped; replacing it');
     slot.restarts++;
-    for (const [id, pending] of this.#pending) {
+    for (const [id, pending] of this.#pending.entries()) {
       if (pending.slot !== slot) continue;
       this.#settle(id, pending);
       pending.handlers.fail({ t: 'fail', id, code: 'worker_crashed', message: 'the worker handling this request stopped', labels: null });
