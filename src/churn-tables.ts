@@ -18,9 +18,20 @@
 /** Deletes between renewals: a renewal copies the live entries, a few dozen under load. */
 const RENEW_AFTER_DELETES = 1024;
 
+/** Counts deletes; `due` says when the table is to be built anew. */
+class Renewal {
+  #deletes = 0;
+
+  due(deleted: boolean): boolean {
+    if (!deleted || ++this.#deletes < RENEW_AFTER_DELETES) return false;
+    this.#deletes = 0;
+    return true;
+  }
+}
+
 export class ChurnMap<K, V> {
   #map = new Map<K, V>();
-  #deletes = 0;
+  readonly #renewal = new Renewal();
 
   get size(): number {
     return this.#map.size;
@@ -36,10 +47,7 @@ export class ChurnMap<K, V> {
 
   delete(key: K): boolean {
     const deleted = this.#map.delete(key);
-    if (deleted && ++this.#deletes >= RENEW_AFTER_DELETES) {
-      this.#deletes = 0;
-      this.#map = new Map(this.#map);
-    }
+    if (this.#renewal.due(deleted)) this.#map = new Map(this.#map);
     return deleted;
   }
 
@@ -51,7 +59,7 @@ export class ChurnMap<K, V> {
 
 export class ChurnSet<T> {
   #set = new Set<T>();
-  #deletes = 0;
+  readonly #renewal = new Renewal();
 
   get size(): number {
     return this.#set.size;
@@ -63,10 +71,7 @@ export class ChurnSet<T> {
 
   delete(value: T): boolean {
     const deleted = this.#set.delete(value);
-    if (deleted && ++this.#deletes >= RENEW_AFTER_DELETES) {
-      this.#deletes = 0;
-      this.#set = new Set(this.#set);
-    }
+    if (this.#renewal.due(deleted)) this.#set = new Set(this.#set);
     return deleted;
   }
 
