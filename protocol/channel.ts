@@ -20,9 +20,10 @@ export interface FrameSender<Out> {
   send(frame: Out, payload?: Payload): void;
   /**
    * Queues a frame whose payload the receiver reads only while it handles
-   * the frame (a reply body, written out before its handler returns) and
-   * the sender keeps: across threads it goes through shared memory that is
-   * reused once the handler returns.
+   * the frame (a reply body, written out before its handler returns; a
+   * request body, parsed before it returns) and the sender keeps: across
+   * threads it goes through shared memory that is reused once the handler
+   * returns.
    */
   lend(frame: Out, payload: Payload): void;
   close(): void;

@@ -133,3 +133,58 @@ describe('FramePort lent payloads', () => {
     expect(rounds).toEqual(Array.from({ length: 20 }, () => 1));
   });
 });
+
+describe('FramePort records', () => {
+  /** Sends `lends` (lent payloads) and one frame without a payload in one turn; resolves with what arrived and each message's shape. */
+  function batch(lends: Uint8Array[], ringBytes: number) {
+    const { port1, port2 } = new MessageChannel();
+    const memory = ringMemory(ringBytes);
+    const frames: Array<{ t: string; n: number; bytes: Buffer | null }> = [];
+    const shapes: string[] = [];
+    // Beside the FramePort's own listener: what crossed the thread boundary, before decoding.
+    port2.on('message', (message: unknown[]) => shapes.push(message[0] instanceof Uint8Array ? 'buffer' : 'ring'));
+    return new Promise<{ frames: typeof frames; shapes: string[]; readerAt: number; writer: RingWriter }>((resolve) => {
+      const writer = new RingWriter(memory);
+      const receiver = new FramePort<{ t: string; n: number }, never>(
+        port2,
+        (frame, received) => {
+          frames.push({ ...frame, bytes: received === undefined ? null : Buffer.from(wholePayload(received)) });
+          if (frame.t !== 'end') return;
+          setImmediate(() => {
+            sender.close();
+            receiver.close();
+            resolve({ frames, shapes, readerAt: new Int32Array(memory, 0, 1)[0] as number, writer });
+          });
+        },
+        { borrowFrom: new RingReader(memory) },
+      );
+      const sender = new FramePort<never, { t: string; n: number }>(port1, () => {}, { lendInto: writer });
+      lends.forEach((payload, n) => sender.lend({ t: 'reply', n }, payload));
+      sender.send({ t: 'end', n: lends.length });
+    });
+  }
+
+  it('go through the ring with the lent payloads: a message then carries no buffer, and the ring is handed back after it', async () => {
+    const payloads = [bytes(300, 1), bytes(2000, 2)];
+    const { frames, shapes, readerAt } = await batch(payloads, 1 << 16);
+    expect(shapes).toEqual(['ring']);
+    expect(frames.map((f) => [f.t, f.n])).toEqual([['reply', 0], ['reply', 1], ['end', 2]]);
+    expect(frames[0]?.bytes?.equals(Buffer.from(payloads[0] as Uint8Array))).toBe(true);
+    expect(frames[1]?.bytes?.equals(Buffer.from(payloads[1] as Uint8Array))).toBe(true);
+    expect(frames[2]?.bytes).toBeNull();
+    // Handed back past the payloads (2,300 bytes) to the end of the records written after them.
+    expect(readerAt).toBeGreaterThan(2300);
+    expect(readerAt).toBeLessThan(2400);
+  });
+
+  it('go in a buffer of their own when the lent payloads left no room for them', async () => {
+    // Four quarters fill a 4 KiB ring: the records cannot follow.
+    const quarters = [1, 2, 3, 4].map((seed) => bytes(1024, seed));
+    const { frames, shapes, writer } = await batch(quarters, 4096);
+    expect(shapes).toEqual(['buffer']);
+    expect(frames.map((f) => f.t)).toEqual(['reply', 'reply', 'reply', 'reply', 'end']);
+    expect(frames.slice(0, 4).every((f, i) => f.bytes?.equals(Buffer.from(quarters[i] as Uint8Array)))).toBe(true);
+    // Handed back all the same: the whole ring takes a payload again.
+    expect(writer.write(bytes(1024, 9))).not.toBeNull();
+  });
+});

@@ -2,13 +2,16 @@
  * A MessagePort that speaks frames. Frames sent in the same turn of the
  * event loop are batched into one postMessage (one wake-up of the other
  * thread instead of many); their metadata is one msgpackr record list.
- * A sent payload is transferred, not copied; a lent one (a reply body, read
- * only while its frame is handled) is copied into a shared ring, when the
- * port has one, and read there in place (protocol/shared-ring.ts says why).
+ * A sent payload is transferred, not copied; a lent one (read only while
+ * its frame is handled) is copied into a shared ring, when the port has
+ * one, and read there in place (protocol/shared-ring.ts says why). The
+ * record list goes through the ring too: a message then carries no buffer
+ * of its own, and neither thread allocates or sweeps one per batch.
  *
- * Wire shape of one posted message: `[meta, ...payloads]`, where `meta`
- * packs `[frame, where, frame, where, …]` and `where` is the position in
- * `payloads`, -1 for no payload, or a `[start, length]` slice of the ring.
+ * Wire shape of one posted message: `[meta, ...payloads]`, where `meta` is
+ * the packed record list `[frame, where, frame, where, …]`, in a buffer of
+ * its own or as a `[start, length]` slice of the ring, and `where` is the
+ * position in `payloads`, -1 for no payload, or a slice of the ring.
  */
 import type { MessagePort } from 'node:worker_threads';
 import { Packr } from 'msgpackr';
@@ -37,21 +40,28 @@ export class FramePort<In, Out> implements FrameSender<Out> {
     this.#port = port;
     this.#lendInto = rings.lendInto ?? null;
     const ring = rings.borrowFrom ?? null;
-    port.on('message', (message: Uint8Array[]) => {
+    port.on('message', (message: [Where | Uint8Array, ...Uint8Array[]]) => {
       const [meta, ...payloads] = message;
-      const list = packr.unpack(meta as Uint8Array) as unknown[];
-      for (let i = 0; i < list.length; i += 2) {
-        const where = list[i + 1] as Where;
-        if (typeof where === 'number') {
-          onFrame(list[i] as In, where >= 0 ? payloads[where] : undefined);
-          continue;
+      const metaSlice = meta instanceof Uint8Array ? null : (meta as RingSlice);
+      if (metaSlice !== null && ring === null) throw new Error('frames lent through a ring this port does not have');
+      const list = packr.unpack(metaSlice === null ? (meta as Uint8Array) : (ring as RingReader).view(metaSlice)) as unknown[];
+      try {
+        for (let i = 0; i < list.length; i += 2) {
+          const where = list[i + 1] as Where;
+          if (typeof where === 'number') {
+            onFrame(list[i] as In, where >= 0 ? payloads[where] : undefined);
+            continue;
+          }
+          if (ring === null) throw new Error('a frame lent through a ring this port does not have');
+          try {
+            onFrame(list[i] as In, ring.view(where));
+          } finally {
+            ring.release(where);
+          }
         }
-        if (ring === null) throw new Error('a frame lent through a ring this port does not have');
-        try {
-          onFrame(list[i] as In, ring.view(where));
-        } finally {
-          ring.release(where);
-        }
+      } finally {
+        // The record list was written after every payload lent in its batch, so it is released last.
+        if (metaSlice !== null) (ring as RingReader).release(metaSlice);
       }
     });
   }
@@ -95,13 +105,19 @@ export class FramePort<In, Out> implements FrameSender<Out> {
   readonly #flush = (): void => {
     this.#scheduled = false;
     if (this.#closed || this.#metas.length === 0) return;
-    // pack() returns a view into msgpackr's shared buffer: copy it out so the transfer owns it.
-    const meta = new Uint8Array(packr.pack(this.#metas));
+    // pack() returns a view into msgpackr's reused buffer: the ring copies it, or it is copied out to be transferred.
+    const packed = packr.pack(this.#metas);
+    const slice = this.#lendInto?.write(packed) ?? null;
     const payloads = this.#payloads;
     this.#metas = [];
     this.#payloads = [];
-    const transfer = [meta.buffer as ArrayBuffer, ...payloads.map((p) => p.buffer as ArrayBuffer)];
-    this.#port.postMessage([meta, ...payloads], transfer);
+    const transfer = payloads.map((p) => p.buffer as ArrayBuffer);
+    if (slice !== null) {
+      this.#port.postMessage([slice, ...payloads], transfer);
+      return;
+    }
+    const meta = new Uint8Array(packed);
+    this.#port.postMessage([meta, ...payloads], [meta.buffer, ...transfer]);
   };
 
   /** Lets the thread exit while the port is open (the pool owns the lifetime). */

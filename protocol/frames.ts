@@ -1,9 +1,10 @@
 /**
  * The thread protocol: every message between the front thread and a provider
  * worker. Frames are small metadata records (msgpackr-encoded, see
- * frame-port.ts). Request bodies and stream chunks travel beside them as
- * transferred byte buffers; a reply body is copied once into a ring of
- * shared memory and written out from there (shared-ring.ts).
+ * frame-port.ts). Stream chunks travel beside them as transferred byte
+ * buffers; a request body is copied once into a ring of shared memory and
+ * parsed from there, a reply body likewise into another and written out
+ * from there (shared-ring.ts). The records go through the same rings.
  *
  * A request's life, front → worker → front:
  *
@@ -19,7 +20,7 @@ import type { ErrorCode } from '../src/errors.js';
 import type { MessagePort } from 'node:worker_threads';
 import type { RoutingConfig } from './config.js';
 
-export const PROTOCOL_VERSION = 2;
+export const PROTOCOL_VERSION = 3;
 
 /** The provider operations a worker serves. */
 export type Operation = 'chat' | 'embeddings';
@@ -121,5 +122,7 @@ export interface AttachTask {
   readonly port: MessagePort;
   /** The shared ring (protocol/shared-ring.ts) the worker lends reply bodies through. */
   readonly replies: SharedArrayBuffer;
+  /** The shared ring the front lends request bodies through. */
+  readonly calls: SharedArrayBuffer;
   readonly routing: RoutingConfig;
 }

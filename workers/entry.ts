@@ -8,15 +8,15 @@
  */
 import { FramePort } from '../protocol/frame-port.js';
 import { PROTOCOL_VERSION, type AttachTask, type FromWorker, type ToWorker } from '../protocol/frames.js';
-import { RingWriter } from '../protocol/shared-ring.js';
+import { RingReader, RingWriter } from '../protocol/shared-ring.js';
 import { WorkerSession } from './session.js';
 
 export default function attach(task: AttachTask): Promise<void> {
   if (task.protocol !== PROTOCOL_VERSION) {
     throw new Error(`protocol mismatch: front speaks ${task.protocol}, worker speaks ${PROTOCOL_VERSION}`);
   }
-  const lendInto = new RingWriter(task.replies);
-  new WorkerSession((onFrame) => new FramePort<ToWorker, FromWorker>(task.port, onFrame, { lendInto }), task.routing);
+  const rings = { lendInto: new RingWriter(task.replies), borrowFrom: new RingReader(task.calls) };
+  new WorkerSession((onFrame) => new FramePort<ToWorker, FromWorker>(task.port, onFrame, rings), task.routing);
   // The task lasts as long as the port: the front closes it when the pool closes.
   return new Promise((resolve) => task.port.once('close', () => resolve()));
 }

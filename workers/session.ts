@@ -12,7 +12,7 @@ import { ChurnMap } from '../src/churn-tables.js';
 import { CallControl } from './call-control.js';
 import { Flow } from './flow.js';
 import { probeUpstream } from './probe.js';
-import { readRequestBody, toParsedRequest } from '../protocol/request-body.js';
+import { readRequestBody, toParsedRequest, type RequestBody } from '../protocol/request-body.js';
 import { Router } from './router.js';
 import { PROVIDERS } from './providers/index.js';
 import type { ResponseSink } from './providers/adapter.js';
@@ -36,7 +36,8 @@ export class WorkerSession {
   #onFrame(frame: ToWorker, payload: Payload | undefined): void {
     switch (frame.t) {
       case 'call':
-        void this.#run(frame, wholePayload(payload));
+        // The body may be lent (read in place in shared memory, reused once this returns): it is parsed now.
+        void this.#run(frame, parseBody(frame, payload));
         return;
       case 'cancel':
         this.#calls.get(frame.id)?.control.abort(CANCELLED);
@@ -59,14 +60,15 @@ export class WorkerSession {
     }
   }
 
-  async #run(frame: CallFrame, body: Uint8Array): Promise<void> {
+  async #run(frame: CallFrame, body: RequestBody | BadBody): Promise<void> {
     const { id } = frame;
     const router = this.#router;
     const call: ActiveCall = { control: new CallControl(), flow: new Flow() };
     this.#calls.set(id, call);
     const sink = new FrameSink(this.#port, id);
     try {
-      const { json, plain } = readRequestBody(frame.op, body);
+      if (body instanceof BadBody) throw body.error;
+      const { json, plain } = body;
       // Only a body the hand checks do not pass needs the zod schema: zod is loaded then, once per thread.
       if (!plain) (await import('../protocol/requests.js')).checkWithSchema(frame.op, json);
       const request = toParsedRequest(frame.op, json);
@@ -83,6 +85,19 @@ export class WorkerSession {
     } finally {
       this.#calls.delete(id);
     }
+  }
+}
+
+/** Why a call's body could not be read; answered like any error of the call. */
+class BadBody {
+  constructor(readonly error: unknown) {}
+}
+
+function parseBody(frame: CallFrame, payload: Payload | undefined): RequestBody | BadBody {
+  try {
+    return readRequestBody(frame.op, wholePayload(payload));
+  } catch (err) {
+    return new BadBody(err);
   }
 }
 

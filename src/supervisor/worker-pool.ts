@@ -14,7 +14,7 @@ import type { Logger } from 'pino';
 import type { RoutingConfig } from '../../protocol/config.js';
 import { localChannel, wholePayload, type FrameSender, type Payload } from '../../protocol/channel.js';
 import { FramePort } from '../../protocol/frame-port.js';
-import { RingReader, ringMemory } from '../../protocol/shared-ring.js';
+import { RingReader, RingWriter, ringMemory } from '../../protocol/shared-ring.js';
 import type { WorkerSession } from '../../workers/session.js';
 import { ChurnMap } from '../churn-tables.js';
 import {
@@ -52,6 +52,12 @@ const WORKER_YOUNG_GENERATION_MB = 12;
  * buffer of its own, as before.
  */
 const REPLY_RING_BYTES = 4 * 1024 * 1024;
+/**
+ * Each worker's ring for request bodies and the front's frame records: a chat or embeddings
+ * request is a few hundred bytes, so a burst of thousands fits; a body over 64 KiB goes as a
+ * buffer of its own.
+ */
+const CALL_RING_BYTES = 256 * 1024;
 
 interface Slot {
   readonly index: number;
@@ -139,13 +145,13 @@ export class WorkerPool {
     return this.#piscina === null;
   }
 
-  /** Starts a call; the body's buffer is moved to the worker and must not be used again. */
+  /** Starts a call; the worker reads the body before this returns or from a copy, so the caller may reuse it. */
   call(op: Operation, requestId: string, body: Uint8Array, handlers: CallHandlers): number {
     const slot = this.#leastBusy();
     const id = this.#nextId++;
     slot.inFlight++;
     this.#pending.set(id, { slot, handlers });
-    slot.port.send({ t: 'call', id, op, requestId }, body);
+    slot.port.lend({ t: 'call', id, op, requestId }, body);
     return id;
   }
 
@@ -222,8 +228,10 @@ export class WorkerPool {
   #attach(slot: Slot): void {
     const { port1, port2 } = new MessageChannel();
     const replies = ringMemory(REPLY_RING_BYTES);
-    slot.port = new FramePort<FromWorker, ToWorker>(port1, (frame, payload) => this.#onFrame(frame, payload), { borrowFrom: new RingReader(replies) });
-    const task: AttachTask = { protocol: PROTOCOL_VERSION, port: port2 as unknown as AttachTask['port'], replies, routing: this.#routing };
+    const calls = ringMemory(CALL_RING_BYTES);
+    const rings = { borrowFrom: new RingReader(replies), lendInto: new RingWriter(calls) };
+    slot.port = new FramePort<FromWorker, ToWorker>(port1, (frame, payload) => this.#onFrame(frame, payload), rings);
+    const task: AttachTask = { protocol: PROTOCOL_VERSION, port: port2 as unknown as AttachTask['port'], replies, calls, routing: this.#routing };
     (this.#piscina as Piscina).run(task, { transferList: [port2] as never }).then(
       () => this.#detached(slot, null),
       (err: unknown) => this.#detached(slot, err),

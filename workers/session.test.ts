@@ -1,0 +1,22 @@
+import { describe, expect, it } from 'vitest';
+import type { FrameHandler, FrameSender } from '../protocol/channel.js';
+import type { FromWorker, ToWorker } from '../protocol/frames.js';
+import { WorkerSession } from './session.js';
+
+describe('WorkerSession', () => {
+  it('reads a call body before the frame handler returns: a lent body is reused by the sender from then on', async () => {
+    let deliver: FrameHandler<ToWorker> | null = null;
+    const answers: FromWorker[] = [];
+    const port: FrameSender<FromWorker> = { send: (frame) => answers.push(frame), lend: (frame) => answers.push(frame), close() {} };
+    new WorkerSession((onFrame) => ((deliver = onFrame), port), { version: 1, aliases: [], rules: [], maxResponseBodyBytes: 1 << 20 });
+
+    const lent = Buffer.from(JSON.stringify({ model: 'no-such-model', messages: [{ role: 'user', content: 'hi' }] }));
+    (deliver as unknown as FrameHandler<ToWorker>)({ t: 'call', id: 7, op: 'chat', requestId: 'req-1' }, lent);
+    // What a shared ring does once the handler has returned: the next payload overwrites these bytes.
+    lent.fill(0x7b);
+    await new Promise((resolve) => setImmediate(resolve));
+
+    // Read after the overwrite, the body would be "{{{…": invalid_json. Read in time, it names a model no route has.
+    expect(answers).toEqual([expect.objectContaining({ t: 'fail', id: 7, code: 'model_not_found' })]);
+  });
+});
