@@ -145,7 +145,7 @@ export class WorkerPool {
     return this.#piscina === null;
   }
 
-  /** Starts a call; the worker reads the body before this returns or from a copy, so the caller may reuse it. */
+  /** Starts a call. A worker's copy of the body is made before this returns; in-thread the body itself is handed over and must not be reused. */
   call(op: Operation, requestId: string, body: Uint8Array, handlers: CallHandlers): number {
     const slot = this.#leastBusy();
     const id = this.#nextId++;
