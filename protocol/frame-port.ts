@@ -43,7 +43,7 @@ export class FramePort<In, Out> implements FrameSender<Out> {
     port.on('message', (message: [Where | Uint8Array, ...Uint8Array[]]) => {
       const [meta, ...payloads] = message;
       const metaSlice = meta instanceof Uint8Array ? null : (meta as RingSlice);
-      if (metaSlice !== null && ring === null) throw new Error('frames lent through a ring this port does not have');
+      if (metaSlice !== null && ring === null) throw new Error('records lent through a ring this port does not have');
       const list = packr.unpack(metaSlice === null ? (meta as Uint8Array) : (ring as RingReader).view(metaSlice)) as unknown[];
       try {
         for (let i = 0; i < list.length; i += 2) {

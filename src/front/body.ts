@@ -2,7 +2,8 @@
  * Request body collection with the size limit enforced as bytes arrive
  * (spec 000, Rules 3): a declared Content-Length over the limit is refused
  * before any byte is read, and a chunked body is refused at the chunk that
- * crosses it. The result owns its buffer, so it can be moved to a worker.
+ * crosses it. The result owns its buffer: a worker gets a copy in its ring,
+ * and the in-thread session (GATEWAY_WORKERS=0) reads it after this turn.
  */
 import type { HttpResponse } from 'uWebSockets.js';
 
