@@ -14,6 +14,7 @@ export class Deadlines implements ExchangeActivity {
   readonly #timeouts: Timeouts;
   readonly #total: NodeJS.Timeout;
   #phase: NodeJS.Timeout | null;
+  #held = false;
 
   /** Starts the total and headers timers at once; `abort` ends the call with the expired deadline's error. */
   constructor(abort: (reason: GatewayError) => void, timeouts: Timeouts) {
@@ -31,15 +32,19 @@ export class Deadlines implements ExchangeActivity {
 
   /** A body chunk arrived. */
   chunkArrived(): void {
-    this.#phase?.refresh();
+    // Not while held: refresh() starts a cleared timer again, and a chunk already on its way
+    // when reading paused would then end the call while the client is still paused.
+    if (!this.#held) this.#phase?.refresh();
   }
 
   /** The client paused the relay: silence is not the upstream's fault until it resumes. */
   hold(): void {
+    this.#held = true;
     if (this.#phase) clearTimeout(this.#phase);
   }
 
   release(): void {
+    this.#held = false;
     this.#phase?.refresh();
   }
 
