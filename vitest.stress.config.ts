@@ -8,6 +8,9 @@ const ci = process.env.CI === 'true';
 
 export default defineConfig({
   test: {
+    // V8 features npm start turns on (package.json), so in-process gateways run as they ship:
+    // ArrayBuffer.prototype.transfer, which frees lent buffers at once (protocol/channel.ts).
+    execArgv: ['--harmony-rab-gsab-transfer'],
     include: ['test/stress/**/*.test.ts'],
     fileParallelism: false,
     testTimeout: 600_000,

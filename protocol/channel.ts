@@ -21,9 +21,11 @@ export interface FrameSender<Out> {
   /**
    * Queues a frame whose payload the receiver reads only while it handles
    * the frame (a reply body, written out before its handler returns; a
-   * request body, parsed before it returns) and the sender keeps: across
-   * threads it goes through shared memory that is reused once the handler
-   * returns.
+   * request body, parsed before it returns): across threads it is copied
+   * into shared memory that is reused once the handler returns, and the
+   * sender's buffers are then freed at once (`freeNow`), so only buffers
+   * the sender owns outright are lent. In-thread the payload itself is
+   * handed over.
    */
   lend(frame: Out, payload: Payload): void;
   close(): void;
@@ -83,6 +85,36 @@ function copyPieces(pieces: readonly Uint8Array[], into: Uint8Array): Uint8Array
 
 const EMPTY = new Uint8Array(0);
 
+/**
+ * Pieces at most this long are left to the collector: Buffer's small allocations share
+ * slabs of this size (Buffer.poolSize), which must not be freed under their other users.
+ */
+const FREE_ABOVE_BYTES = 8 * 1024;
+
+/** ArrayBuffer.prototype.transfer: built in from Node 21, behind `--harmony-rab-gsab-transfer` in Node 20. */
+const transfer = (ArrayBuffer.prototype as { transfer?: (this: ArrayBuffer, length: number) => ArrayBuffer }).transfer;
+
+/** True when `freeNow` frees memory; false when buffers wait for V8's next collection (transfer missing). */
+export const FREES_AT_ONCE = typeof transfer === 'function';
+
+/**
+ * Frees the memory of a payload's large pieces now rather than at V8's next
+ * collection, by detaching each piece's ArrayBuffer (`transfer(0)`). Why:
+ * Node reads every socket into a buffer of its own, and V8 collects young
+ * buffers only once they add up to 32 MB, so a worker reading embeddings
+ * answers held up to 64 MB of them in its malloc arena (docs/OPERATIONS.md).
+ * Only for buffers the caller owns outright and no one reads again: undici's
+ * reads of an upstream body, the front's collected request body.
+ */
+export function freeNow(payload: Payload): void {
+  if (transfer === undefined) return;
+  for (const piece of payload instanceof Uint8Array ? [payload] : payload) {
+    if (piece.byteLength <= FREE_ABOVE_BYTES) continue; // before .buffer, which would move a small on-heap array off the heap
+    const buffer = piece.buffer;
+    if (buffer instanceof ArrayBuffer && buffer.byteLength > 0) transfer.call(buffer, 0);
+  }
+}
+
 /** Opens one end of a channel with the handler for the frames that arrive at it. */
 export type ChannelEnd<In, Out> = (onFrame: FrameHandler<In>) => FrameSender<Out>;
 
@@ -132,7 +164,8 @@ export function localChannel<A, B>(): { a: ChannelEnd<A, B>; b: ChannelEnd<B, A>
         queue.push([frame, payload]);
         if (queue.length === BATCH_FRAMES) void settled.then(flush);
       };
-      // In-thread nothing is copied or reused, so lending is sending.
+      // In-thread nothing is copied: a lent payload is handed over as it is (the front may
+      // keep a large reply's pieces to write them as a slow client drains), so lending is sending.
       return {
         send,
         lend: send,

@@ -4,7 +4,8 @@
  * thread instead of many); their metadata is one msgpackr record list.
  * A sent payload is transferred, not copied; a lent one (read only while
  * its frame is handled) is copied into a shared ring, when the port has
- * one, and read there in place (protocol/shared-ring.ts says why). The
+ * one, and read there in place (protocol/shared-ring.ts says why), and the
+ * sender's buffers are freed at once (channel.ts, `freeNow`). The
  * record list goes through the ring too: a message then carries no buffer
  * of its own, and neither thread allocates or sweeps one per batch.
  *
@@ -15,7 +16,7 @@
  */
 import type { MessagePort } from 'node:worker_threads';
 import { Packr } from 'msgpackr';
-import { joinPieces, type FrameHandler, type FrameSender, type Payload } from './channel.js';
+import { freeNow, joinPieces, type FrameHandler, type FrameSender, type Payload } from './channel.js';
 import type { RingReader, RingSlice, RingWriter } from './shared-ring.js';
 
 const packr = new Packr({ useRecords: false, moreTypes: false });
@@ -84,14 +85,17 @@ export class FramePort<In, Out> implements FrameSender<Out> {
 
   /**
    * Queues a frame whose payload the other end reads only while it handles
-   * the frame; the payload stays the sender's. Into the ring when there is
-   * room, else copied into a buffer of its own (as pieces are by `send`).
+   * the frame. Into the ring when there is room, else copied into a buffer
+   * of its own (as pieces are by `send`); then the payload's own buffers
+   * are freed (FrameSender.lend).
    */
   lend(frame: Out, payload: Payload): void {
     if (this.#closed) return;
     const slice = this.#lendInto?.write(payload);
     if (slice) this.#queue(frame, slice);
     else this.send(frame, payload instanceof Uint8Array ? [payload] : payload);
+    // Copied either way: the sender's own buffers can go now (FrameSender.lend).
+    freeNow(payload);
   }
 
   #queue(frame: Out, where: Where): void {
