@@ -15,12 +15,25 @@ describe('Deadlines', () => {
     return { deadlines, expired };
   }
 
-  it('ends a call that gets no headers in time', () => {
-    const { expired } = start();
-    vi.advanceTimersByTime(299);
+  /** Nothing has expired 1 ms before `ms` from now; 1 ms after, `code` has, alone. */
+  function expectExpiryIn(expired: string[], ms: number, code: string): void {
+    vi.advanceTimersByTime(ms - 1);
     expect(expired).toEqual([]);
     vi.advanceTimersByTime(2);
-    expect(expired).toEqual(['upstream_headers_timeout']);
+    expect(expired).toEqual([code]);
+  }
+
+  /** A chunk every `ms`, `count` times. */
+  function chunksEvery(deadlines: Deadlines, ms: number, count: number): void {
+    for (let i = 0; i < count; i++) {
+      vi.advanceTimersByTime(ms);
+      deadlines.chunkArrived();
+    }
+  }
+
+  it('ends a call that gets no headers in time', () => {
+    const { expired } = start();
+    expectExpiryIn(expired, 300, 'upstream_headers_timeout');
     expect(vi.getTimerCount()).toBe(0);
   });
 
@@ -28,27 +41,15 @@ describe('Deadlines', () => {
     const { deadlines, expired } = start();
     vi.advanceTimersByTime(250);
     deadlines.headersArrived();
-    for (let t = 0; t < 5; t++) {
-      vi.advanceTimersByTime(80);
-      deadlines.chunkArrived();
-    }
-    expect(expired).toEqual([]);
-    vi.advanceTimersByTime(99);
-    expect(expired).toEqual([]);
-    vi.advanceTimersByTime(2);
-    expect(expired).toEqual(['upstream_idle_timeout']);
+    chunksEvery(deadlines, 80, 5);
+    expectExpiryIn(expired, 100, 'upstream_idle_timeout');
   });
 
   it('ends the call at the total limit however often chunks arrive', () => {
     const { deadlines, expired } = start();
     deadlines.headersArrived();
-    for (let t = 50; t < 1000; t += 50) {
-      vi.advanceTimersByTime(50);
-      deadlines.chunkArrived();
-    }
-    expect(expired).toEqual([]);
-    vi.advanceTimersByTime(51);
-    expect(expired).toEqual(['upstream_timeout']);
+    chunksEvery(deadlines, 50, 19); // to 950 ms, never idle for long
+    expectExpiryIn(expired, 50, 'upstream_timeout');
   });
 
   it('holds the idle limit while the client is paused and restarts it on release', () => {
@@ -56,13 +57,10 @@ describe('Deadlines', () => {
     deadlines.headersArrived();
     deadlines.hold();
     vi.advanceTimersByTime(500);
-    deadlines.chunkArrived(); // a chunk already in flight when reading paused
+    deadlines.chunkArrived(); // a chunk already on its way when reading paused
     vi.advanceTimersByTime(300);
     expect(expired).toEqual([]);
-    deadlines.release(); // at 800: idle limit at 900, before the total's 1000
-    vi.advanceTimersByTime(99);
-    expect(expired).toEqual([]);
-    vi.advanceTimersByTime(2);
-    expect(expired).toEqual(['upstream_idle_timeout']);
+    deadlines.release(); // at 800: the idle limit ends at 900, before the total's 1000
+    expectExpiryIn(expired, 100, 'upstream_idle_timeout');
   });
 });
