@@ -54,8 +54,5 @@ HEALTHCHECK --interval=15s --timeout=3s --start-period=10s --retries=3 \
 # in throughput (loadtest/RESULTS.md). --v8-pool-size=1: one V8 helper thread instead
 # of four; on the one or two CPUs a pod gets, three more threads marking for a full
 # collection only took the core from the event loop (docs/OPERATIONS.md, "Sizing").
-# --harmony-rab-gsab-transfer: ArrayBuffer.prototype.transfer (built in from Node 21),
-# with which a worker frees each upstream body's read buffers once it has passed the
-# body on, instead of holding up to 64 MiB of them until V8's next scavenge
-# (protocol/channel.ts, freeNow). npm start runs the same command.
-CMD ["node", "--max-semi-space-size=4", "--v8-pool-size=1", "--harmony-rab-gsab-transfer", "dist/server.js"]
+# npm start runs the same command.
+CMD ["node", "--max-semi-space-size=4", "--v8-pool-size=1", "dist/server.js"]

@@ -8,8 +8,8 @@ const ci = process.env.CI === 'true';
 
 export default defineConfig({
   test: {
-    // V8 features npm start turns on (package.json), so in-process gateways run as they ship:
-    // ArrayBuffer.prototype.transfer, which frees lent buffers at once (protocol/channel.ts).
+    // ArrayBuffer.prototype.transfer in the test process's own isolate too (on Node 20 the gateway
+    // turns it on only for the worker threads it starts): protocol/channel.ts's freeNow is tested here.
     execArgv: ['--harmony-rab-gsab-transfer'],
     include: ['test/stress/**/*.test.ts'],
     fileParallelism: false,

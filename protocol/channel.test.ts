@@ -1,3 +1,6 @@
+import { spawnSync } from 'node:child_process';
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { localChannel } from './channel.js';
 
@@ -54,5 +57,30 @@ describe('localChannel', () => {
     sender.send('after');
     await nextTurn();
     expect(seen).toEqual(['before']);
+  });
+});
+
+describe('enableTransferInNewIsolates', () => {
+  it('in a node started with no flags, gives worker threads started afterwards what freeNow frees with', () => {
+    const channel = pathToFileURL(resolve(import.meta.dirname, '../dist/protocol/channel.js')).href;
+    const script = `
+      import { Worker } from 'node:worker_threads';
+      import { enableTransferInNewIsolates } from ${JSON.stringify(channel)};
+      enableTransferInNewIsolates();
+      // The worker's eval code is a module too: --input-type passes on to worker threads.
+      const worker = new Worker(\`
+        import { parentPort } from 'node:worker_threads';
+        import { freeNow } from ${JSON.stringify(channel)};
+        const read = new Uint8Array(64 * 1024);
+        freeNow([read.subarray(0, 40000), read.subarray(40000)]);
+        parentPort.postMessage(read.buffer.byteLength);
+      \`, { eval: true });
+      worker.once('message', (length) => { console.log('freed to', length); process.exit(0); });
+    `;
+    const env = { ...process.env };
+    delete env.NODE_OPTIONS;
+    const run = spawnSync(process.execPath, ['--input-type=module', '-e', script], { env, encoding: 'utf8', timeout: 15_000 });
+    expect(run.stderr).toBe('');
+    expect(run.stdout.trim()).toBe('freed to 0');
   });
 });

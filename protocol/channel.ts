@@ -5,6 +5,8 @@
  * worker session in the same thread, for GATEWAY_WORKERS=0: frames handed
  * over as objects, batched per turn, no copy, no thread wake-up).
  */
+import { setFlagsFromString } from 'node:v8';
+
 /**
  * A frame's bytes: one buffer, handed over (the sender must not use it
  * again), or the pieces of one, only read (an upstream body as undici read
@@ -91,15 +93,23 @@ const EMPTY = new Uint8Array(0);
  */
 const FREE_ABOVE_BYTES = 8 * 1024;
 
-/** ArrayBuffer.prototype.transfer: built in from Node 21, behind `--harmony-rab-gsab-transfer` in Node 20. */
+/** ArrayBuffer.prototype.transfer: built in from Node 21; in Node 20 only in isolates made after `enableTransferInNewIsolates`. */
 const transfer = (ArrayBuffer.prototype as { transfer?: (this: ArrayBuffer, length: number) => ArrayBuffer }).transfer;
 
-/** True when `freeNow` frees memory; false when buffers wait for V8's next collection (transfer missing). */
-export const FREES_AT_ONCE = typeof transfer === 'function';
+/**
+ * Gives isolates made from now on (the worker threads) ArrayBuffer.prototype.transfer, which
+ * `freeNow` needs: Node 20's V8 (11.3) has it behind a flag, set here at run time rather than on
+ * the command line, where a later Node that has dropped the flag would refuse to start. The
+ * calling isolate itself is unchanged. Nothing to do where it is built in.
+ */
+export function enableTransferInNewIsolates(): void {
+  if (transfer === undefined) setFlagsFromString('--harmony-rab-gsab-transfer');
+}
 
 /**
  * Frees the memory of a payload's large pieces now rather than at V8's next
- * collection, by detaching each piece's ArrayBuffer (`transfer(0)`). Why:
+ * collection, by detaching each piece's ArrayBuffer (`transfer(0)`; a no-op
+ * in an isolate without it, such as a Node 20 front thread). Why:
  * Node reads every socket into a buffer of its own, and V8 collects young
  * buffers only once they add up to 32 MB, so a worker reading embeddings
  * answers held up to 64 MB of them in its malloc arena (docs/OPERATIONS.md).

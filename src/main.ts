@@ -6,7 +6,6 @@ import { ConfigError, loadConfig, type GatewayConfig } from './config/load.js';
 import { startGateway } from './gateway.js';
 import { createLogger, flushLogs } from './logging.js';
 import { UWS_NATIVE } from './front/server.js';
-import { FREES_AT_ONCE } from '../protocol/channel.js';
 import { SERVER_HEADER } from './version.js';
 
 let config: GatewayConfig;
@@ -26,12 +25,6 @@ if (!UWS_NATIVE) {
   log.error(
     { event: 'uws_fallback' },
     'uWebSockets.js native binary did NOT load: serving on the slow pure-JS fallback. Expect far lower throughput; check Node is v20 (ABI 115) on glibc >= 2.36.',
-  );
-}
-if (config.workers > 0 && !FREES_AT_ONCE) {
-  log.warn(
-    { event: 'buffers_freed_by_gc' },
-    'ArrayBuffer.prototype.transfer is missing (Node 20 without --harmony-rab-gsab-transfer): workers leave upstream read buffers to V8, about 30-60 MB more RSS under large answers. npm start and the image pass the flag.',
   );
 }
 if (config.apiKeyGenerated) {

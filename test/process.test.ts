@@ -8,7 +8,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { npmStartNodeArgs, serverEntry } from './support/start-command.js';
+import { serverEntry } from './support/start-command.js';
 import OpenAI from 'openai';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 
@@ -41,12 +41,11 @@ function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   return { ...env, HOST: '127.0.0.1', GATEWAY_WORKERS: '2', GATEWAY_DRAIN_DELAY: '0', ...extra };
 }
 
-/** Starts the built server, with no node flags unless given (npm start's are in `npmStartNodeArgs`). */
-function start(extra: Record<string, string>, nodeFlags: readonly string[] = []): Proc {
+function start(extra: Record<string, string>): Proc {
   let out = '';
   let err = '';
   let done = false;
-  const child = spawn(process.execPath, [...nodeFlags, MAIN], { cwd: ROOT, env: childEnv(extra), stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [MAIN], { cwd: ROOT, env: childEnv(extra), stdio: ['ignore', 'pipe', 'pipe'] });
   child.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
   child.stderr!.setEncoding('utf8').on('data', (d: string) => (err += d));
   const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) =>
@@ -290,19 +289,6 @@ litellm_settings:
     expect(warnings.filter((l) => String(l.msg).includes('model_list[0].litellm_params.rpm'))).toHaveLength(1);
     expect(warnings.filter((l) => /(?<![\w.])litellm_settings(?![\w.])/.test(String(l.msg)))).toHaveLength(1);
     expect(lines.find((l) => l.event === 'listening')?.config).toBe(file);
-  });
-
-  it("warns at start when the V8 feature workers free read buffers with is off, and not with npm start's flags", async () => {
-    const freed = (p: Proc) => p.lines().filter((l) => l.event === 'buffers_freed_by_gc');
-    const bare = start({ PORT: '0', GATEWAY_API_KEY: 'k-flags' });
-    await waitFor('a "listening" line', PROMPT_MS, () => listeningLine(bare));
-    expect(freed(bare)).toEqual([expect.objectContaining({ level: 40, msg: expect.stringContaining('--harmony-rab-gsab-transfer') })]);
-
-    const flags = npmStartNodeArgs(ROOT).slice(0, -1);
-    expect(flags).toContain('--harmony-rab-gsab-transfer');
-    const shipped = start({ PORT: '0', GATEWAY_API_KEY: 'k-flags' }, flags);
-    await waitFor('a "listening" line', PROMPT_MS, () => listeningLine(shipped));
-    expect(freed(shipped)).toEqual([]);
   });
 
   it('SIGTERM stops the server with exit code 0 and closes the port', async () => {

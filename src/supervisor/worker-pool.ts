@@ -12,7 +12,7 @@ import { MessageChannel } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import type { Logger } from 'pino';
 import type { RoutingConfig } from '../../protocol/config.js';
-import { localChannel, wholePayload, type FrameSender, type Payload } from '../../protocol/channel.js';
+import { enableTransferInNewIsolates, localChannel, wholePayload, type FrameSender, type Payload } from '../../protocol/channel.js';
 import { FramePort } from '../../protocol/frame-port.js';
 import { RingReader, RingWriter, ringMemory } from '../../protocol/shared-ring.js';
 import type { WorkerSession } from '../../workers/session.js';
@@ -117,6 +117,8 @@ export class WorkerPool {
       this.#slots.push(slot);
       return;
     }
+    // Before the threads exist: their isolates then free lent buffers at once (protocol/channel.ts).
+    enableTransferInNewIsolates();
     this.#piscina = new Piscina({
       filename: workerEntryPath(),
       minThreads: workers,
