@@ -118,11 +118,14 @@ export function enableTransferInNewIsolates(): void {
  */
 export function freeNow(payload: Payload): void {
   if (transfer === undefined) return;
-  for (const piece of payload instanceof Uint8Array ? [payload] : payload) {
-    if (piece.byteLength <= FREE_ABOVE_BYTES) continue; // before .buffer, which would move a small on-heap array off the heap
-    const buffer = piece.buffer;
-    if (buffer instanceof ArrayBuffer && buffer.byteLength > 0) transfer.call(buffer, 0);
-  }
+  if (payload instanceof Uint8Array) freePiece(payload, transfer);
+  else for (const piece of payload) freePiece(piece, transfer);
+}
+
+function freePiece(piece: Uint8Array, detach: (this: ArrayBuffer, length: number) => ArrayBuffer): void {
+  if (piece.byteLength <= FREE_ABOVE_BYTES) return; // before .buffer, which would move a small on-heap array off the heap
+  const buffer = piece.buffer;
+  if (buffer instanceof ArrayBuffer && buffer.byteLength > 0) detach.call(buffer, 0);
 }
 
 /** Opens one end of a channel with the handler for the frames that arrive at it. */

@@ -40,12 +40,14 @@ export class FramePort<In, Out> implements FrameSender<Out> {
   constructor(port: MessagePort, onFrame: FrameHandler<In>, rings: PortRings = {}) {
     this.#port = port;
     this.#lendInto = rings.lendInto ?? null;
-    const ring = rings.borrowFrom ?? null;
-    port.on('message', (message: [Where | Uint8Array, ...Uint8Array[]]) => {
+    const borrowFrom = rings.borrowFrom ?? null;
+    const ring = (): RingReader => {
+      if (borrowFrom === null) throw new Error('bytes lent through a ring this port does not have');
+      return borrowFrom;
+    };
+    port.on('message', (message: [Uint8Array | RingSlice, ...Uint8Array[]]) => {
       const [meta, ...payloads] = message;
-      const metaSlice = meta instanceof Uint8Array ? null : (meta as RingSlice);
-      if (metaSlice !== null && ring === null) throw new Error('records lent through a ring this port does not have');
-      const list = packr.unpack(metaSlice === null ? (meta as Uint8Array) : (ring as RingReader).view(metaSlice)) as unknown[];
+      const list = packr.unpack(meta instanceof Uint8Array ? meta : ring().view(meta)) as unknown[];
       try {
         for (let i = 0; i < list.length; i += 2) {
           const where = list[i + 1] as Where;
@@ -53,16 +55,15 @@ export class FramePort<In, Out> implements FrameSender<Out> {
             onFrame(list[i] as In, where >= 0 ? payloads[where] : undefined);
             continue;
           }
-          if (ring === null) throw new Error('a frame lent through a ring this port does not have');
           try {
-            onFrame(list[i] as In, ring.view(where));
+            onFrame(list[i] as In, ring().view(where));
           } finally {
-            ring.release(where);
+            ring().release(where);
           }
         }
       } finally {
         // The record list was written after every payload lent in its batch, so it is released last.
-        if (metaSlice !== null) (ring as RingReader).release(metaSlice);
+        if (!(meta instanceof Uint8Array)) ring().release(meta);
       }
     });
   }
