@@ -11,6 +11,11 @@
 // Paced streams: a stream request under /paced (POST /paced/v1/chat/completions) gets its 20 chunks
 // one per turn of the event loop, each in its own write, as a provider sends tokens as it makes
 // them; every other stream request gets all 20 in one write.
+//
+// STREAM_USAGE=1: every stream chunk is written as OpenAI writes it for a request with
+// `stream_options.include_usage`, with `"usage":null` (and OpenAI's `system_fingerprint` and
+// `logprobs`), and the one-write stream ends with OpenAI's usage chunk: for A/B runs of what a
+// gateway pays to find the usage; the bench leaves it off.
 import uws from 'uWebSockets.js';
 
 const port = Number(process.argv[2] ?? 0);
@@ -21,8 +26,12 @@ const chat = JSON.stringify({
   choices: [{ index: 0, message: { role: 'assistant', content: 'Hello from the bench upstream.' }, finish_reason: 'stop' }],
   usage: { prompt_tokens: 9, completion_tokens: 7, total_tokens: 16 },
 });
-const chunk = (i) => `data: ${JSON.stringify({ id: 'chatcmpl-bench', object: 'chat.completion.chunk', created: 1700000000, model: 'bench-model', choices: [{ index: 0, delta: { content: `tok${i} ` }, finish_reason: null }] })}\n\n`;
-const stream20 = Array.from({ length: 20 }, (_, i) => chunk(i)).join('') + 'data: [DONE]\n\n';
+const streamUsage = process.env.STREAM_USAGE === '1';
+const chunk = (i) => `data: ${JSON.stringify(streamUsage
+  ? { id: 'chatcmpl-bench', object: 'chat.completion.chunk', created: 1700000000, model: 'bench-model', system_fingerprint: 'fp_bench', choices: [{ index: 0, delta: { content: `tok${i} ` }, logprobs: null, finish_reason: null }], usage: null }
+  : { id: 'chatcmpl-bench', object: 'chat.completion.chunk', created: 1700000000, model: 'bench-model', choices: [{ index: 0, delta: { content: `tok${i} ` }, finish_reason: null }] })}\n\n`;
+const usageChunk = `data: ${JSON.stringify({ id: 'chatcmpl-bench', object: 'chat.completion.chunk', created: 1700000000, model: 'bench-model', system_fingerprint: 'fp_bench', choices: [], usage: { prompt_tokens: 9, completion_tokens: 20, total_tokens: 29 } })}\n\n`;
+const stream20 = Array.from({ length: 20 }, (_, i) => chunk(i)).join('') + (streamUsage ? usageChunk : '') + 'data: [DONE]\n\n';
 const vector = Array.from({ length: 1536 }, (_, i) => Math.round(Math.sin(i) * 1e6) / 1e6);
 const embeddings = JSON.stringify({
   object: 'list', model: 'bench-embed',

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { FULL_CHECK_BYTES, checkCompatible } from './response-body.js';
+import { FULL_CHECK_BYTES, checkCompatible, usageOf, usageValueAt } from './response-body.js';
 
 const enc = (text: string) => [new TextEncoder().encode(text)];
 const vector = Array.from({ length: 1536 }, (_, i) => Math.sin(i));
@@ -95,5 +95,36 @@ describe('checkCompatible over pieces', () => {
         );
       }
     }
+  });
+});
+
+describe('usageValueAt', () => {
+  const at = (text: string, from = 0) => usageValueAt(new TextEncoder().encode(text), from);
+
+  it('finds a "usage" key with a value, and passes over one that is null (OpenAI\'s chunks before the last), a value and an escaped quote', () => {
+    expect(at('{"choices":[],"usage":{"prompt_tokens":1}}')).toBe(14);
+    expect(at('{"usage" : \n {"prompt_tokens":1}}')).toBe(1);
+    expect(at('{"choices":[{"delta":{}}],"usage":null}')).toBe(-1);
+    expect(at('{"usage" :  null,"x":1}')).toBe(-1);
+    expect(at('{"content":"usage"}')).toBe(-1);
+    expect(at('{"a":{"usage":null},"usage":{"prompt_tokens":2}}')).toBe(20);
+    // From an offset: the one before it is not looked at.
+    expect(at('{"usage":{}} {"usage":{}}', 2)).toBe(14);
+    expect(at('{"id":"chatcmpl-bench","object":"chat.completion.chunk"}')).toBe(-1);
+  });
+
+  it('never misses usage that a parse finds: no JSON object with usage is taken for one without (fast-check)', () => {
+    const key = fc.constantFrom('usage', 'Usage', 'usage_', 'id', 'x"usage', 'choices', 'g');
+    const leaf = fc.oneof(fc.constant(null), fc.integer(), fc.constantFrom('usage', '"usage":{}', '"usage"', 'null', 'g'), fc.string());
+    const usage = fc.oneof(fc.constant(null), fc.record({ prompt_tokens: fc.nat(), completion_tokens: fc.nat() }));
+    const chunk = fc.record({ before: fc.object({ key, values: [leaf], maxDepth: 2 }), usage: fc.option(usage), after: fc.object({ key, values: [leaf], maxDepth: 2 }) });
+    fc.assert(
+      fc.property(chunk, fc.constantFrom(undefined, 1, '\t'), ({ before, usage: u, after }, indent) => {
+        const json = { ...before, ...(u === null ? {} : { usage: u }), ...after };
+        const text = JSON.stringify(json, null, indent);
+        if (usageOf(JSON.parse(text)) !== null) expect(at(text), text).not.toBe(-1);
+      }),
+      { numRuns: 2000 },
+    );
   });
 });

@@ -6,6 +6,7 @@
 import { joinForNow, payloadLength } from '../protocol/channel.js';
 import type { Operation, Usage } from '../protocol/frames.js';
 import { GatewayError } from '../src/errors.js';
+import { bytesAt, indexOfByte } from './bytes.js';
 
 const decoder = new TextDecoder();
 
@@ -106,6 +107,32 @@ function usageIn(buf: Buffer, whole: boolean): Usage | null | undefined {
   } catch {
     return null;
   }
+}
+
+const USAGE_KEY = [0x22, 0x75, 0x73, 0x61, 0x67, 0x65, 0x22] as const; // "usage"
+const NULL = [0x6e, 0x75, 0x6c, 0x6c] as const;
+/** Where the `g` of `"usage"` is: the letter looked for, far rarer in JSON than the quote. */
+const USAGE_G = 4;
+
+/**
+ * The offset of the first `"usage"` at or after `from` that is followed by
+ * a colon and a value other than `null`, or -1. Quotes inside a JSON string
+ * are escaped, so JSON text without one has no usage to read; one may still
+ * be a false alarm (in a string after an escaped quote, or a nested key),
+ * which the caller's parse settles.
+ */
+export function usageValueAt(bytes: Uint8Array, from: number): number {
+  for (let g = indexOfByte(bytes, USAGE_KEY[USAGE_G], from + USAGE_G); g !== -1; g = indexOfByte(bytes, USAGE_KEY[USAGE_G], g + 1)) {
+    const at = g - USAGE_G;
+    if (!bytesAt(bytes, at, USAGE_KEY)) continue;
+    let next = at + USAGE_KEY.length;
+    while (isSpace(bytes[next])) next++;
+    if (bytes[next] !== 0x3a /* : */) continue; // "usage" as a value, not a key
+    next++;
+    while (isSpace(bytes[next])) next++;
+    if (!bytesAt(bytes, next, NULL)) return at;
+  }
+  return -1;
 }
 
 /** `usage` of a response or stream chunk, when it has one. */

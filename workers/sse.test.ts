@@ -41,6 +41,14 @@ function split(bytes: Uint8Array, cuts: number[]): Uint8Array[] {
   return chunks;
 }
 
+/** The data of a batch's events, decoded from the chunk's bytes when it is verbatim. */
+function eventsOf(batch: SseBatch): readonly string[] {
+  if (!batch.verbatim) return batch.events;
+  const events: string[] = [];
+  for (let i = 0; i < batch.bounds.length; i += 2) events.push(decoder.decode(batch.chunk.subarray(batch.bounds[i], batch.bounds[i + 1])));
+  return events;
+}
+
 function feed(chunks: Uint8Array[]): { batches: Array<{ chunk: Uint8Array; batch: SseBatch }>; rest: string[] } {
   const parser = new SseParser(1 << 20);
   const batches = chunks.map((chunk) => ({ chunk, batch: parser.push(chunk) }));
@@ -53,9 +61,11 @@ describe('SseParser', () => {
       fc.property(fc.array(event, { minLength: 1, maxLength: 8 }), fc.array(fc.nat(), { maxLength: 10 }), (events, cuts) => {
         const bytes = encoder.encode(events.map(spell).join(''));
         const { batches, rest } = feed(split(bytes, cuts));
-        expect([...batches.flatMap((b) => b.batch.events), ...rest]).toEqual(events.map(dataOf));
+        expect([...batches.flatMap((b) => eventsOf(b.batch)), ...rest]).toEqual(events.map(dataOf));
         for (const { chunk, batch } of batches) {
-          if (batch.verbatim) expect(decoder.decode(chunk)).toBe(serializeEvents(batch.events));
+          if (!batch.verbatim) continue;
+          expect(batch.chunk).toBe(chunk);
+          expect(Buffer.from(chunk).equals(encoder.encode(serializeEvents(eventsOf(batch))))).toBe(true);
         }
       }),
       { numRuns: 500 },
@@ -68,7 +78,7 @@ describe('SseParser', () => {
         const { batches, rest } = feed(split(encoder.encode(events.map(spell).join('')), cuts));
         const relayed = batches.map(({ chunk, batch }) => (batch.verbatim ? decoder.decode(chunk) : serializeEvents(batch.events))).join('') + serializeEvents(rest);
         const again = feed([encoder.encode(relayed)]);
-        expect([...again.batches[0]!.batch.events, ...again.rest]).toEqual(events.map(dataOf));
+        expect([...eventsOf(again.batches[0]!.batch), ...again.rest]).toEqual(events.map(dataOf));
       }),
       { numRuns: 500 },
     );
@@ -83,6 +93,20 @@ describe('SseParser', () => {
     expect(verbatim(': keep-alive\n\ndata: 1\n\n')).toEqual([false]);
     expect(verbatim('data: 1\n\n\ndata: 2\n\n')).toEqual([false]);
     expect(verbatim('\uFEFFdata: 1\n\n', 'data: 2\n\n')).toEqual([false, true]);
+    // A chunk after one that left part of an event behind is never verbatim on its own.
+    expect(verbatim('data: 1\n\n\n', 'data: 2\n\n', 'data: 3\n\n')).toEqual([false, false, true]);
+    expect(verbatim('data: 1\n\ndata', ': 2\n\n', 'data: 3\n\n')).toEqual([false, false, true]);
+  });
+
+  it('a verbatim chunk gives each event as the byte offsets of its data, undecoded', () => {
+    const chunk = encoder.encode('data: {"a":1}\n\ndata: \n\ndata: [DONE]\n\n');
+    expect(new SseParser(1024).push(chunk)).toEqual({ verbatim: true, chunk, bounds: [6, 13, 21, 21, 29, 35] });
+  });
+
+  it('a byte order mark after verbatim chunks is text, as a decoder of the whole stream reads it, not a mark to drop', () => {
+    const parser = new SseParser(1024);
+    expect(parser.push(encoder.encode('data: 1\n\n')).verbatim).toBe(true);
+    expect(() => parser.push(encoder.encode('\uFEFFdata: 2\n\n'))).toThrow(/not a server-sent event field/);
   });
 
   it('invalid UTF-8 is never relayed verbatim', () => {

@@ -6,25 +6,32 @@
  *
  * It also tells when a chunk can be relayed byte for byte: providers write
  * whole events in the canonical form `data: <one line>\n\n`, and then
- * re-serialising the events would only rebuild the same bytes (a string
- * concatenation and a UTF-8 encode per chunk, on every stream's hot path).
+ * re-serialising the events would only rebuild the same bytes. Such a chunk
+ * is not decoded at all: its events are found on its bytes (a chunk of 20
+ * events, 3.6 KB, took 4.8 µs as text and 0.6 µs as bytes), and only the
+ * events a reader must look into are decoded, by that reader.
  */
+import { isUtf8 } from 'node:buffer';
 import { GatewayError } from '../src/errors.js';
+import { bytesAt, indexOfByte } from './bytes.js';
 
 const FIELDS = new Set(['data', 'event', 'id', 'retry']);
 const LF = 0x0a;
+const CR = 0x0d;
+/** `data: `, the prefix of every canonical event. */
+const DATA_PREFIX = [0x64, 0x61, 0x74, 0x61, 0x3a, 0x20] as const;
 
 /** What one chunk completed. */
-export interface SseBatch {
-  /** The `data` of every event the chunk completed (`[DONE]` included), in order. */
-  readonly events: string[];
+export type SseBatch =
   /**
-   * The chunk is exactly `serializeEvents(events)`: it carries no part of
-   * an event before or after them, no other field, no comment, no CR and
-   * no invalid UTF-8, so it can be relayed as it is.
+   * The chunk is exactly whole events in the canonical form: no part of an
+   * event before or after them, no other field, no comment, no CR, valid
+   * UTF-8, so it can be relayed as it is. `bounds` holds each event's data
+   * as a pair of byte offsets into `chunk`, start and end.
    */
-  readonly verbatim: boolean;
-}
+  | { readonly verbatim: true; readonly chunk: Uint8Array; readonly bounds: readonly number[] }
+  /** Anything else: the `data` of every event the chunk completed (`[DONE]` included), in order, to be re-serialised. */
+  | { readonly verbatim: false; readonly events: readonly string[] };
 
 export class SseParser {
   readonly #decoder = new Utf8Chunks();
@@ -32,10 +39,6 @@ export class SseParser {
   #buffer = '';
   /** A trailing `\r` held back: the `\n` of a CRLF may arrive in the next chunk. */
   #heldCr = false;
-  /** The bytes so far ended on an event boundary: nothing is carried into the next chunk. */
-  #atBoundary = true;
-  /** No byte has arrived yet: the decoder drops a leading byte order mark, so that chunk is not verbatim. */
-  #fresh = true;
 
   constructor(maxEventBytes: number) {
     this.#maxEventChars = maxEventBytes;
@@ -43,16 +46,16 @@ export class SseParser {
 
   /** Feeds bytes; returns the events completed by them. */
   push(chunk: Uint8Array): SseBatch {
-    const n = chunk.length;
-    const startedAtBoundary = this.#atBoundary && !(this.#fresh && n >= 3 && chunk[0] === 0xef && chunk[1] === 0xbb && chunk[2] === 0xbf);
-    if (n > 0) this.#fresh = false;
-    // Byte-wise, so a UTF-8 sequence split after the chunk's last event cannot pass for a boundary.
-    this.#atBoundary = n >= 2 ? chunk[n - 1] === LF && chunk[n - 2] === LF : startedAtBoundary && n === 0;
+    // Nothing carried over from earlier chunks: the chunk may be whole events on its own.
+    if (this.#buffer.length === 0 && !this.#heldCr && this.#decoder.idle) {
+      const bounds = canonicalEvents(chunk);
+      if (bounds !== null) {
+        this.#decoder.passOver();
+        return { verbatim: true, chunk, bounds };
+      }
+    }
     let text = this.#decoder.decode(chunk);
-    const hasCr = text.includes('\r');
-    // U+FFFD: invalid UTF-8 was replaced, so the bytes differ from what re-encoding would give.
-    let verbatim = startedAtBoundary && this.#atBoundary && !hasCr && !text.includes('\uFFFD');
-    if (hasCr || this.#heldCr) {
+    if (this.#heldCr || text.includes('\r')) {
       if (this.#heldCr) text = `\r${text}`;
       this.#heldCr = text.endsWith('\r');
       if (this.#heldCr) text = text.slice(0, -1);
@@ -67,7 +70,6 @@ export class SseParser {
       if (buffer.startsWith('data: ', start) && buffer.indexOf('\n', start) === boundary) {
         events.push(buffer.slice(start + 6, boundary));
       } else {
-        verbatim = false;
         const data = parseEvent(buffer.slice(start, boundary));
         if (data !== null) events.push(data);
       }
@@ -77,7 +79,7 @@ export class SseParser {
     if (this.#buffer.length > this.#maxEventChars) {
       throw new GatewayError('upstream_response_too_large', 'a provider stream event exceeds the configured limit');
     }
-    return { events, verbatim: verbatim && events.length > 0 };
+    return { verbatim: false, events };
   }
 
   /** Whatever is left when the upstream ends; a last event without its blank line is still an event. */
@@ -102,6 +104,16 @@ export class Utf8Chunks {
   #carry: Uint8Array | null = null;
   /** Nothing decoded yet: a byte order mark here is dropped. */
   #fresh = true;
+
+  /** No part of a sequence is carried over from the last chunk. */
+  get idle(): boolean {
+    return this.#carry === null;
+  }
+
+  /** Bytes went by without being decoded here (whole canonical events): a byte order mark after them is text. */
+  passOver(): void {
+    this.#fresh = false;
+  }
 
   decode(chunk: Uint8Array): string {
     let bytes = chunk;
@@ -159,6 +171,27 @@ function incompleteTail(bytes: Uint8Array): number {
     // A continuation byte: look further back for its lead.
   }
   return 0;
+}
+
+/**
+ * The data of each event, as start and end byte offsets, when `chunk` is
+ * exactly whole events of one `data: ` line each, with no CR and valid
+ * UTF-8 (so re-serialising the decoded events gives back the same bytes);
+ * null when it is anything else.
+ */
+function canonicalEvents(chunk: Uint8Array): number[] | null {
+  const n = chunk.length;
+  if (chunk[n - 1] !== LF || chunk[n - 2] !== LF || indexOfByte(chunk, CR, 0) !== -1 || !isUtf8(chunk)) return null;
+  const bounds: number[] = [];
+  for (let start = 0; start < n; ) {
+    if (!bytesAt(chunk, start, DATA_PREFIX)) return null;
+    // Found: the chunk ends with a LF.
+    const end = indexOfByte(chunk, LF, start + DATA_PREFIX.length);
+    if (chunk[end + 1] !== LF) return null;
+    bounds.push(start + DATA_PREFIX.length, end);
+    start = end + 2;
+  }
+  return bounds;
 }
 
 /**

@@ -293,13 +293,15 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     return { model: modelOf(json, 'fake-model'), reply: `echo: ${last}`, promptTokens };
   };
 
-  const chunkEvent = (id: string, model: string, delta: Record<string, unknown>, finishReason: string | null): string =>
+  /** One chunk; with `nullUsage`, `"usage":null` as OpenAI writes in every chunk but the last when usage was asked for. */
+  const chunkEvent = (id: string, model: string, delta: Record<string, unknown>, finishReason: string | null, nullUsage = false): string =>
     `data: ${JSON.stringify({
       id,
       object: 'chat.completion.chunk',
       created: CREATED,
       model,
       choices: [{ index: 0, delta, finish_reason: finishReason }],
+      ...(nullUsage ? { usage: null } : {}),
     })}\n\n`;
 
   const streamChat = (
@@ -314,9 +316,9 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
       (isRecord(rec.json) && isRecord(rec.json.stream_options) && rec.json.stream_options.include_usage === true);
     const events: string[] = [];
     const n = o.resetAfter ?? o.chunks;
-    for (let i = 0; i < n; i++) events.push(chunkEvent(id, model, { content: `tok${i} ` }, null));
+    for (let i = 0; i < n; i++) events.push(chunkEvent(id, model, { content: `tok${i} ` }, null, includeUsage));
     if (o.resetAfter === undefined) {
-      events.push(chunkEvent(id, model, {}, 'stop'));
+      events.push(chunkEvent(id, model, {}, 'stop', includeUsage));
       if (includeUsage) {
         const usage = { prompt_tokens: promptTokens, completion_tokens: n, total_tokens: promptTokens + n };
         events.push(

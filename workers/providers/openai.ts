@@ -8,9 +8,9 @@ import type { Usage } from '../../protocol/frames.js';
 import { GatewayError } from '../../src/errors.js';
 import { VERSION } from '../../src/version.js';
 import { allowlistedHeaders } from '../rate-limit-headers.js';
-import { checkCompatible, looksLikeJson, usageOf } from '../response-body.js';
+import { checkCompatible, looksLikeJson, usageOf, usageValueAt } from '../response-body.js';
 import { Deadlines } from '../deadlines.js';
-import { SseParser, serializeEvents } from '../sse.js';
+import { SseParser, serializeEvents, type SseBatch } from '../sse.js';
 import { toUpstreamError, upstreamExchange, UpstreamExchange, type UpstreamHead } from '../upstream-http.js';
 import type { ProviderAdapter, ProviderCall, ResponseSink } from './adapter.js';
 
@@ -79,6 +79,8 @@ const isEventStream = ({ status, headers }: UpstreamHead): boolean =>
   status >= 200 && status < 300 && String(headers['content-type'] ?? '').startsWith('text/event-stream');
 
 const encoder = new TextEncoder();
+const OPEN_BRACE = 0x7b;
+const CLOSE_BRACE = 0x7d;
 
 /**
  * Relays SSE events as they arrive: each upstream chunk's complete events
@@ -86,23 +88,27 @@ const encoder = new TextEncoder();
  * Every event's data must be a JSON object (or `[DONE]`), checked by
  * structure as large bodies are (response-body.ts): parsing every chunk
  * cost 1.9 µs an event, most of what the worker did for a stream beyond
- * undici. Only an event that carries `"usage"` is parsed. Pausing the flow
+ * undici. Only an event that may carry usage is parsed. Pausing the flow
  * pauses the upstream read.
  */
 async function relayEvents(exchange: UpstreamExchange, call: ProviderCall, sink: ResponseSink, deadlines: Deadlines): Promise<Usage | null> {
   const parser = new SseParser(Math.min(MAX_EVENT_BYTES, call.maxResponseBytes));
   let usage: Usage | null = null;
-  /** Checks the events and hands them on: as `chunk` when it is exactly them, else re-serialised. */
-  const forward = (events: readonly string[], chunk: Uint8Array | null) => {
-    if (events.length === 0) return;
-    for (const data of events) {
-      if (data === '[DONE]') continue;
-      if (!isJsonObjectShaped(data)) throw new GatewayError('upstream_invalid_response', 'the provider stream carried an event whose data is not a JSON object');
-      // Quotes inside a JSON string are escaped: an event whose text lacks `"usage"`, quotes included, has no usage key.
-      if (data.includes('"usage"')) usage = usageOfEvent(data) ?? usage;
+  const check = (data: string) => {
+    if (data === '[DONE]') return;
+    if (!isJsonObjectShaped(data)) throw new GatewayError('upstream_invalid_response', 'the provider stream carried an event whose data is not a JSON object');
+    // Quotes inside a JSON string are escaped: an event whose text lacks `"usage"`, quotes included, has no usage key.
+    if (data.includes('"usage"')) usage = usageOfEvent(data) ?? usage;
+  };
+  const forward = (batch: SseBatch) => {
+    if (batch.verbatim) {
+      checkInPlace(batch.chunk, batch.bounds, check);
+      // The chunk as a piece: undici's read buffer is not ours to hand over (a thread hop copies it; in-thread it is only read).
+      sink.data([batch.chunk]);
+    } else if (batch.events.length > 0) {
+      for (const data of batch.events) check(data);
+      sink.data(encoder.encode(serializeEvents(batch.events)));
     }
-    // The chunk as a piece: undici's read buffer is not ours to hand over (a thread hop copies it; in-thread it is only read).
-    sink.data(chunk ? [chunk] : encoder.encode(serializeEvents(events)));
   };
   const follow = (paused: boolean) => {
     if (paused) {
@@ -118,19 +124,37 @@ async function relayEvents(exchange: UpstreamExchange, call: ProviderCall, sink:
   try {
     exchange.relay((chunk) => {
       try {
-        const { events, verbatim } = parser.push(chunk);
-        forward(events, verbatim ? chunk : null);
+        forward(parser.push(chunk));
       } catch (err) {
         exchange.abort(err);
       }
     });
     await exchange.body;
-    forward(parser.finish(), null);
+    forward({ verbatim: false, events: parser.finish() });
     return usage;
   } finally {
     off();
   }
 }
+
+/**
+ * The events of a verbatim chunk, checked on its bytes: one that is `{…}`
+ * and has no usage passes undecoded; any other is decoded and given to
+ * `check`. OpenAI's chunks carry `"usage":null` when the caller asked for
+ * usage, all but the last: those are not parsed for it.
+ */
+function checkInPlace(chunk: Uint8Array, bounds: readonly number[], check: (data: string) => void): void {
+  let key = usageValueAt(chunk, 0);
+  for (let i = 0; i < bounds.length; i += 2) {
+    const start = bounds[i] as number;
+    const end = bounds[i + 1] as number;
+    const carriesUsage = key !== -1 && key < end;
+    if (carriesUsage || chunk[start] !== OPEN_BRACE || chunk[end - 1] !== CLOSE_BRACE) check(utf8Slice(chunk, start, end));
+    if (carriesUsage) key = usageValueAt(chunk, end);
+  }
+}
+
+const utf8Slice = (bytes: Uint8Array, start: number, end: number): string => Buffer.from(bytes.buffer, bytes.byteOffset + start, end - start).toString('utf8');
 
 /** `{` … `}` around the data, JSON whitespace aside: what a truncated event or a text line is not. */
 function isJsonObjectShaped(data: string): boolean {
