@@ -8,8 +8,9 @@
 //                                                  each part costs over a featureless relay), then CPU
 //                                                  by package and the top functions, per thread
 // Env: PROFILE_SECONDS (default 5), PROFILE_CONNECTIONS (default 64), PROFILE_INTERVAL_US (default 1000),
-// PROFILE_STREAM=1 (streams of 20 chunks instead of whole answers; writes to
-// /tmp/switchyard-profile-stream/ so the committed chat profile stays).
+// PROFILE_STREAM=1 (streams of 20 chunks, each stream in one upstream write, as the bench's streams
+// target is measured, instead of whole answers; writes loadtest/PROFILE-streams.md and
+// loadtest/profiles/streams-<mode>-<thread>.*, beside the chat profile).
 import { spawn, execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -26,8 +27,11 @@ const streaming = process.env.PROFILE_STREAM === '1';
 // V8's default, a sample every 1 ms: at 250 µs the profiler's own stack walks added a third to the
 // gateway's busy time and half to its lead over the relay, deeper stacks costing more per sample.
 const intervalUs = Number(process.env.PROFILE_INTERVAL_US ?? 1000);
-const outDir = streaming ? '/tmp/switchyard-profile-stream/profiles' : join(root, 'loadtest/profiles');
-const reportFile = streaming ? '/tmp/switchyard-profile-stream/PROFILE.md' : join(root, 'loadtest/PROFILE.md');
+const outDir = join(root, 'loadtest/profiles');
+const reportFile = join(root, streaming ? 'loadtest/PROFILE-streams.md' : 'loadtest/PROFILE.md');
+/** The scenario's name in its files, so that the chat and the stream profiles are kept side by side. */
+const filePrefix = streaming ? 'streams-' : '';
+const scenario = streaming ? 'streamed chat (20 chunks)' : 'chat';
 const hasTaskset = (() => { try { execFileSync('taskset', ['-V'], { stdio: 'ignore' }); return true; } catch { return false; } })();
 const pinned = (cpu, args) => (hasTaskset ? ['taskset', ['-c', String(cpu), process.execPath, ...args]] : [process.execPath, args]);
 const monotonicUs = () => Number(process.hrtime.bigint() / 1000n);
@@ -61,8 +65,8 @@ writeFileSync(config, `model_list:\n  - model_name: bench-chat\n    params: { mo
 // The relay passes the body on as it is, so it names the upstream's model; the gateways route by alias.
 const bodyFor = (model) => JSON.stringify({ model, stream: streaming, messages: [{ role: 'user', content: 'Say hello to the benchmark.' }] });
 
-rmSync(outDir, { recursive: true, force: true });
 mkdirSync(outDir, { recursive: true });
+for (const file of readdirSync(outDir)) if (file.startsWith('streams-') === streaming) rmSync(join(outDir, file));
 const report = [];
 /** Per run, for the cost table: every thread's profile and the requests served in the window. */
 const costRuns = [];
@@ -106,10 +110,10 @@ for (const { mode, label, title, workers, args, pattern, model = 'bench-chat', k
     profiles.push(profile);
     // The thread that ran the front is the one with the front's modules (src/front/) in it.
     const thread = files.length === 1 ? 'all' : JSON.stringify(profile).includes('/src/front/') ? 'front' : 'worker';
-    const name = `${mode}-${thread}`;
+    const name = `${filePrefix}${mode}-${thread}`;
     const threadName = thread === 'all' ? 'the one thread' : `${thread} thread`;
     writeFileSync(join(outDir, `${name}.cpuprofile`), JSON.stringify(profile));
-    writeFileSync(join(outDir, `${name}.svg`), flameGraphSvg(profile, `${label}, ${threadName}: chat at concurrency ${connections}`));
+    writeFileSync(join(outDir, `${name}.svg`), flameGraphSvg(profile, `${label}, ${threadName}: ${scenario} at concurrency ${connections}`));
     report.push(`### ${thread === 'all' ? 'The one thread' : `The ${thread} thread`} (\`profiles/${name}.svg\`)\n\n${summarize(profile)}\n`);
   }
   // Requests finished in the window: the load generator's count (rps × seconds).
@@ -120,7 +124,7 @@ rmSync(dir, { recursive: true, force: true });
 
 writeFileSync(reportFile, `# Where the CPU goes
 
-Latest \`npm run profile\` (${new Date().toISOString()}): ${streaming ? 'streamed chat (20 chunks)' : 'chat'} at concurrency ${connections} for ${seconds} s after a 1 s
+Latest \`${streaming ? 'PROFILE_STREAM=1 ' : ''}npm run profile\` (${new Date().toISOString()}): ${scenario} at concurrency ${connections} for ${seconds} s after a 1 s
 warm-up, gateway under \`node --cpu-prof\` on CPU 1, load generator and fake upstream on CPU 0. Only
 samples taken during the measured window are kept. "Busy" leaves out idle time; a package's share
 includes the native calls it makes (socket writes, the parser), a function's is its own (self) time.
