@@ -161,33 +161,38 @@ describe('a provider request moves its series', () => {
   });
 
   it('a stream moves time to first token and counts the tokens of its usage chunk; the access line carries ttft_ms', async () => {
-    for (const [model, provider] of [
-      ['up-chat', 'openai'],
-      ['mock-chat', 'mock'],
+    // up-chat twice: its events one per write, then all in one write (read as one verbatim chunk, its
+    // `"usage":null` chunks passed over and the usage chunk found on the bytes).
+    for (const [model, provider, whole] of [
+      ['up-chat', 'openai', false],
+      ['up-chat', 'openai', true],
+      ['mock-chat', 'mock', false],
     ] as const) {
-      const id = `metrics-stream-${model}-${Date.now()}`;
+      if (whole) upstream.behaveOnce({ kind: 'stream', chunks: 6, whole: true });
+      const label = whole ? `${model}, in one write` : model;
+      const id = `metrics-stream-${model}-${whole}-${Date.now()}`;
       const s0 = await scrape();
       const { status: code, bytes } = await post(CHAT, chatBody(model, { stream: true, stream_options: { include_usage: true } }), { 'x-request-id': id });
-      expect(code, model).toBe(200);
+      expect(code, label).toBe(200);
       const usage = streamUsage(bytes.toString('utf8'));
       const s1 = await scrape();
 
       const t0 = histogram(s0, 'switchyard_time_to_first_token_seconds', { model, provider });
       const t1 = histogram(s1, 'switchyard_time_to_first_token_seconds', { model, provider });
-      expect(t1.count, model).toBe(t0.count + 1);
+      expect(t1.count, label).toBe(t0.count + 1);
       const d0 = histogram(s0, 'switchyard_request_duration_seconds', { route: CHAT, model, status_class: '2xx' });
       const d1 = histogram(s1, 'switchyard_request_duration_seconds', { route: CHAT, model, status_class: '2xx' });
-      expect(d1.count, model).toBe(d0.count + 1);
-      expect(t1.sum - t0.sum, model).toBeLessThanOrEqual(d1.sum - d0.sum);
+      expect(d1.count, label).toBe(d0.count + 1);
+      expect(t1.sum - t0.sum, label).toBeLessThanOrEqual(d1.sum - d0.sum);
       const tokens = (s: Scrape, kind: string) => value(s, 'switchyard_tokens_total', { model, provider, kind });
-      expect(tokens(s1, 'prompt') - tokens(s0, 'prompt'), model).toBe(usage.prompt_tokens);
-      expect(tokens(s1, 'completion') - tokens(s0, 'completion'), model).toBe(usage.completion_tokens);
-      expect(value(s1, 'switchyard_streams_open'), model).toBe(0);
+      expect(tokens(s1, 'prompt') - tokens(s0, 'prompt'), label).toBe(usage.prompt_tokens);
+      expect(tokens(s1, 'completion') - tokens(s0, 'completion'), label).toBe(usage.completion_tokens);
+      expect(value(s1, 'switchyard_streams_open'), label).toBe(0);
 
       await until(() => accessLine(id) !== undefined, `the access line of ${id}`);
       const line = accessLine(id) as Json;
       expect(line.stream).toBe(true);
-      expect(typeof line.ttft_ms, model).toBe('number');
+      expect(typeof line.ttft_ms, label).toBe('number');
       expect(line.ttft_ms as number).toBeGreaterThanOrEqual(0);
       expect(line.ttft_ms as number).toBeLessThanOrEqual(line.duration_ms as number);
     }

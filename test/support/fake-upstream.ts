@@ -47,8 +47,10 @@ export type Behaviour =
    * SSE answer (whatever the path/stream flag), default 3 chunks, 0 ms apart.
    * `usage` defaults to the request's `stream_options.include_usage`; set it
    * explicitly to force (true) or suppress (false) the usage chunk.
+   * `whole`: every event in one write (as a fast provider's short answer, or
+   * a loaded host's coalesced writes, reaches the gateway in one read).
    */
-  | { kind: 'stream'; chunks?: number; intervalMs?: number; usage?: boolean }
+  | { kind: 'stream'; chunks?: number; intervalMs?: number; usage?: boolean; whole?: boolean }
   /**
    * SSE: send `after` content chunks, then (once they are flushed) end and
    * destroy the socket mid-body, so the client sees a truncated chunked body.
@@ -307,7 +309,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
   const streamChat = (
     e: Entry,
     rec: RecordedRequest,
-    o: { chunks: number; intervalMs: number; usage: boolean | undefined; resetAfter?: number },
+    o: { chunks: number; intervalMs: number; usage: boolean | undefined; resetAfter?: number; whole?: boolean },
   ): void => {
     const { model, promptTokens } = chatParts(rec.json);
     const id = `chatcmpl-fake-${++completionSeq}`;
@@ -328,6 +330,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
       events.push('data: [DONE]\n\n');
     }
     sseHead(e);
+    if (o.whole) return finish(e, events.join(''));
     if (o.resetAfter !== undefined && n === 0) {
       e.res.flushHeaders();
       hangUp(e);
@@ -504,7 +507,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
         head(e, 302, { location: b.location, 'content-length': 0 });
         return finish(e);
       case 'stream':
-        return streamChat(e, rec, { chunks: b.chunks ?? 3, intervalMs: b.intervalMs ?? 0, usage: b.usage });
+        return streamChat(e, rec, { chunks: b.chunks ?? 3, intervalMs: b.intervalMs ?? 0, usage: b.usage, whole: b.whole });
       case 'stream-then-reset':
         return streamChat(e, rec, { chunks: 0, intervalMs: 0, usage: false, resetAfter: Math.max(0, b.after) });
       case 'stream-then-bad-framing': {
