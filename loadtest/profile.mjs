@@ -9,8 +9,9 @@
 //                                                  by package and the top functions, per thread
 // Env: PROFILE_SECONDS (default 5), PROFILE_CONNECTIONS (default 64), PROFILE_INTERVAL_US (default 1000),
 // PROFILE_STREAM=1 (streams of 20 chunks, each stream in one upstream write, as the bench's streams
-// target is measured, instead of whole answers; writes loadtest/PROFILE-streams.md and
-// loadtest/profiles/streams-<mode>-<thread>.*, beside the chat profile).
+// target is measured, instead of whole answers). Chat at concurrency 64 writes PROFILE.md; any other
+// scenario writes beside it, named after it: PROFILE_STREAM=1 → loadtest/PROFILE-streams.md and
+// profiles/streams-<mode>-<thread>.*, PROFILE_CONNECTIONS=1 → PROFILE-chat-c1.md and profiles/chat-c1-*.
 import { spawn, execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -28,9 +29,10 @@ const streaming = process.env.PROFILE_STREAM === '1';
 // gateway's busy time and half to its lead over the relay, deeper stacks costing more per sample.
 const intervalUs = Number(process.env.PROFILE_INTERVAL_US ?? 1000);
 const outDir = join(root, 'loadtest/profiles');
-const reportFile = join(root, streaming ? 'loadtest/PROFILE-streams.md' : 'loadtest/PROFILE.md');
-/** The scenario's name in its files, so that the chat and the stream profiles are kept side by side. */
-const filePrefix = streaming ? 'streams-' : '';
+/** The scenario's name in its files, so that the profiles of each scenario are kept side by side; none for chat at c64. */
+const scenarioKey = `${streaming ? 'streams' : 'chat'}${connections === 64 ? '' : `-c${connections}`}`;
+const filePrefix = scenarioKey === 'chat' ? '' : `${scenarioKey}-`;
+const reportFile = join(root, `loadtest/PROFILE${filePrefix === '' ? '' : `-${scenarioKey}`}.md`);
 const scenario = streaming ? 'streamed chat (20 chunks)' : 'chat';
 const hasTaskset = (() => { try { execFileSync('taskset', ['-V'], { stdio: 'ignore' }); return true; } catch { return false; } })();
 const pinned = (cpu, args) => (hasTaskset ? ['taskset', ['-c', String(cpu), process.execPath, ...args]] : [process.execPath, args]);
@@ -66,7 +68,6 @@ writeFileSync(config, `model_list:\n  - model_name: bench-chat\n    params: { mo
 const bodyFor = (model) => JSON.stringify({ model, stream: streaming, messages: [{ role: 'user', content: 'Say hello to the benchmark.' }] });
 
 mkdirSync(outDir, { recursive: true });
-for (const file of readdirSync(outDir)) if (file.startsWith('streams-') === streaming) rmSync(join(outDir, file));
 const report = [];
 /** Per run, for the cost table: every thread's profile and the requests served in the window. */
 const costRuns = [];
@@ -77,6 +78,8 @@ const modes = [
   { mode: '1-worker', label: 'Switchyard 1 worker', title: 'One worker thread (GATEWAY_WORKERS=1)', workers: '1' },
   { mode: 'inline', label: 'Switchyard inline', title: 'Inline (GATEWAY_WORKERS=0)', workers: '0' },
 ];
+// This scenario's files from an earlier run; the other scenarios' stay.
+for (const file of readdirSync(outDir)) if (modes.some(({ mode }) => file.startsWith(`${filePrefix}${mode}-`))) rmSync(join(outDir, file));
 for (const { mode, label, title, workers, args, pattern, model = 'bench-chat', key = 'profile-key' } of modes) {
   const profDir = join(dir, mode);
   const profiling = ['--cpu-prof', `--cpu-prof-dir=${profDir}`, `--cpu-prof-interval=${intervalUs}`];
@@ -124,7 +127,7 @@ rmSync(dir, { recursive: true, force: true });
 
 writeFileSync(reportFile, `# Where the CPU goes
 
-Latest \`${streaming ? 'PROFILE_STREAM=1 ' : ''}npm run profile\` (${new Date().toISOString()}): ${scenario} at concurrency ${connections} for ${seconds} s after a 1 s
+Latest \`${streaming ? 'PROFILE_STREAM=1 ' : ''}${connections === 64 ? '' : `PROFILE_CONNECTIONS=${connections} `}npm run profile\` (${new Date().toISOString()}): ${scenario} at concurrency ${connections} for ${seconds} s after a 1 s
 warm-up, gateway under \`node --cpu-prof\` on CPU 1, load generator and fake upstream on CPU 0. Only
 samples taken during the measured window are kept. "Busy" leaves out idle time; a package's share
 includes the native calls it makes (socket writes, the parser), a function's is its own (self) time.
