@@ -32,8 +32,12 @@ if (config.apiKeyGenerated) {
   log.warn({ event: 'api_key_generated' }, `no GATEWAY_API_KEY set; generated key for this run: ${config.apiKeys[0]}`);
 }
 
+// Start-up lines go out now, not with the next log batch (up to 200 ms later): a script that reads
+// the generated key, or an operator watching for the uWS fallback, has them before /ready says 200.
+void flushLogs(log);
 const gateway = await startGateway(config, log);
 log.info({ event: 'listening', host: config.host, port: gateway.port, config: config.source, workers: config.workers, uws_native: UWS_NATIVE }, `${SERVER_HEADER} listening on ${config.host}:${gateway.port}`);
+void flushLogs(log);
 
 // Graceful drain (docs/OPERATIONS.md): a second SIGTERM skips the waiting.
 let signals = 0;

@@ -212,6 +212,29 @@ describe('the built server process', () => {
     expect(listening?.port).toBe(port);
   });
 
+  it('the start-up lines (the generated key, listening) are on stdout by the time /ready first answers 200, not a log flush later', async () => {
+    const port = await freePort();
+    // Inline: ready soonest after the key line, so a held-back batch would still be held.
+    const p = start({ PORT: String(port), GATEWAY_WORKERS: '0' });
+    const ready = async () => {
+      try {
+        const res = await fetch(`http://127.0.0.1:${port}/ready`, { signal: AbortSignal.timeout(1000) });
+        await res.arrayBuffer();
+        return res.status === 200;
+      } catch {
+        return false;
+      }
+    };
+    for (const deadline = Date.now() + PROMPT_MS; !(await ready()); await new Promise((r) => setTimeout(r, 5))) {
+      expect(Date.now(), '/ready to answer 200').toBeLessThan(deadline);
+    }
+    // Lines written before the answer are in the pipe before it; a few ms let this process read them.
+    await new Promise((r) => setTimeout(r, 20));
+    const events = p.lines().map((l) => l.event);
+    expect(events).toContain('api_key_generated');
+    expect(events).toContain('listening');
+  });
+
   it('does not generate or log a key when GATEWAY_API_KEY is set', async () => {
     const port = await freePort();
     const p = start({ PORT: String(port), GATEWAY_API_KEY: 'sk-proc-test-key-0123456789' });
