@@ -101,9 +101,10 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-async function live(port: number): Promise<boolean> {
+/** Whether `path` answers 200 (by default the liveness probe); false while nothing listens. */
+async function live(port: number, path = '/health/live'): Promise<boolean> {
   try {
-    const res = await fetch(`http://127.0.0.1:${port}/health/live`, { signal: AbortSignal.timeout(1000) });
+    const res = await fetch(`http://127.0.0.1:${port}${path}`, { signal: AbortSignal.timeout(1000) });
     await res.arrayBuffer();
     return res.status === 200;
   } catch {
@@ -216,16 +217,7 @@ describe('the built server process', () => {
     const port = await freePort();
     // Inline: ready soonest after the key line, so a held-back batch would still be held.
     const p = start({ PORT: String(port), GATEWAY_WORKERS: '0' });
-    const ready = async () => {
-      try {
-        const res = await fetch(`http://127.0.0.1:${port}/ready`, { signal: AbortSignal.timeout(1000) });
-        await res.arrayBuffer();
-        return res.status === 200;
-      } catch {
-        return false;
-      }
-    };
-    for (const deadline = Date.now() + PROMPT_MS; !(await ready()); await new Promise((r) => setTimeout(r, 5))) {
+    for (const deadline = Date.now() + PROMPT_MS; !(await live(port, '/ready')); await new Promise((r) => setTimeout(r, 5))) {
       expect(Date.now(), '/ready to answer 200').toBeLessThan(deadline);
     }
     // Lines written before the answer are in the pipe before it; a few ms let this process read them.

@@ -8,3 +8,9 @@ export function bytesAt(bytes: Uint8Array, at: number, expected: readonly number
   for (let i = 0; i < expected.length; i++) if (bytes[at + i] !== expected[i]) return false;
   return true;
 }
+
+/** The same memory as a Buffer, for Buffer's methods (a Uint8Array has no `toString('utf8')` or string `indexOf`). */
+export const asBuffer = (bytes: Uint8Array): Buffer => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+
+/** Bytes `start` to `end` as text, invalid sequences replaced by U+FFFD (Buffer's decoder). */
+export const utf8Text = (bytes: Uint8Array, start = 0, end = bytes.byteLength): string => asBuffer(bytes).toString('utf8', start, end);

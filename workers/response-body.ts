@@ -6,7 +6,7 @@
 import { joinForNow, payloadLength } from '../protocol/channel.js';
 import type { Operation, Usage } from '../protocol/frames.js';
 import { GatewayError } from '../src/errors.js';
-import { bytesAt, indexOfByte } from './bytes.js';
+import { asBuffer, bytesAt, indexOfByte } from './bytes.js';
 
 const decoder = new TextDecoder();
 
@@ -36,7 +36,6 @@ export function checkCompatible(op: Operation, body: readonly Uint8Array[]): Usa
 }
 
 const isSpace = (c: number | undefined) => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
-const asBuffer = (bytes: Uint8Array): Buffer => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 
 /**
  * A JSON object whose `key` opens an array, checked without parsing it; usage

@@ -13,7 +13,7 @@
  */
 import { isUtf8 } from 'node:buffer';
 import { GatewayError } from '../src/errors.js';
-import { bytesAt, indexOfByte } from './bytes.js';
+import { bytesAt, indexOfByte, utf8Text } from './bytes.js';
 
 const FIELDS = new Set(['data', 'event', 'id', 'retry']);
 const LF = 0x0a;
@@ -134,7 +134,7 @@ export class Utf8Chunks {
       this.#carry = copyOf(bytes.subarray(bytes.length - cut));
       bytes = bytes.subarray(0, bytes.length - cut);
     }
-    return utf8(bytes);
+    return utf8Text(bytes);
   }
 
   /** What is left at the end: a sequence cut off is one U+FFFD. */
@@ -143,12 +143,10 @@ export class Utf8Chunks {
     this.#carry = null;
     if (carry === null) return '';
     // A lone start of a byte order mark is text like any other.
-    return utf8(carry);
+    return utf8Text(carry);
   }
 }
 
-/** The bytes as text, invalid sequences replaced by U+FFFD (Buffer's decoder; a Uint8Array has none). */
-const utf8 = (bytes: Uint8Array): string => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8');
 
 /** A copy, never a view: a Buffer's own `slice` is a view, and the chunk's memory is not ours to keep. */
 const copyOf = (bytes: Uint8Array): Uint8Array => Uint8Array.prototype.slice.call(bytes);

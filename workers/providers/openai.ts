@@ -11,6 +11,7 @@ import { allowlistedHeaders } from '../rate-limit-headers.js';
 import { checkCompatible, looksLikeJson, usageOf, usageValueAt } from '../response-body.js';
 import { Deadlines } from '../deadlines.js';
 import { SseParser, serializeEvents, type SseBatch } from '../sse.js';
+import { utf8Text } from '../bytes.js';
 import { toUpstreamError, upstreamExchange, UpstreamExchange, type UpstreamHead } from '../upstream-http.js';
 import type { ProviderAdapter, ProviderCall, ResponseSink } from './adapter.js';
 
@@ -149,17 +150,15 @@ function checkInPlace(chunk: Uint8Array, bounds: readonly number[], check: (data
     const start = bounds[i] as number;
     const end = bounds[i + 1] as number;
     const carriesUsage = key !== -1 && key < end;
-    if (carriesUsage || chunk[start] !== OPEN_BRACE || chunk[end - 1] !== CLOSE_BRACE) check(utf8Slice(chunk, start, end));
+    if (carriesUsage || chunk[start] !== OPEN_BRACE || chunk[end - 1] !== CLOSE_BRACE) check(utf8Text(chunk, start, end));
     if (carriesUsage) key = usageValueAt(chunk, end);
   }
 }
 
-const utf8Slice = (bytes: Uint8Array, start: number, end: number): string => Buffer.from(bytes.buffer, bytes.byteOffset + start, end - start).toString('utf8');
-
 /** `{` … `}` around the data, JSON whitespace aside: what a truncated event or a text line is not. */
 function isJsonObjectShaped(data: string): boolean {
-  const text = data.charCodeAt(0) === 0x7b && data.charCodeAt(data.length - 1) === 0x7d ? data : data.trim();
-  return text.charCodeAt(0) === 0x7b && text.charCodeAt(text.length - 1) === 0x7d;
+  const text = data.charCodeAt(0) === OPEN_BRACE && data.charCodeAt(data.length - 1) === CLOSE_BRACE ? data : data.trim();
+  return text.charCodeAt(0) === OPEN_BRACE && text.charCodeAt(text.length - 1) === CLOSE_BRACE;
 }
 
 function usageOfEvent(data: string): Usage | null {
