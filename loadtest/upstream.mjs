@@ -27,10 +27,14 @@ const chat = JSON.stringify({
   usage: { prompt_tokens: 9, completion_tokens: 7, total_tokens: 16 },
 });
 const streamUsage = process.env.STREAM_USAGE === '1';
-const chunk = (i) => `data: ${JSON.stringify(streamUsage
-  ? { id: 'chatcmpl-bench', object: 'chat.completion.chunk', created: 1700000000, model: 'bench-model', system_fingerprint: 'fp_bench', choices: [{ index: 0, delta: { content: `tok${i} ` }, logprobs: null, finish_reason: null }], usage: null }
-  : { id: 'chatcmpl-bench', object: 'chat.completion.chunk', created: 1700000000, model: 'bench-model', choices: [{ index: 0, delta: { content: `tok${i} ` }, finish_reason: null }] })}\n\n`;
-const usageChunk = `data: ${JSON.stringify({ id: 'chatcmpl-bench', object: 'chat.completion.chunk', created: 1700000000, model: 'bench-model', system_fingerprint: 'fp_bench', choices: [], usage: { prompt_tokens: 9, completion_tokens: 20, total_tokens: 29 } })}\n\n`;
+const chunkHead = { id: 'chatcmpl-bench', object: 'chat.completion.chunk', created: 1700000000, model: 'bench-model' };
+const chunk = (i) => `data: ${JSON.stringify({
+  ...chunkHead,
+  ...(streamUsage && { system_fingerprint: 'fp_bench' }),
+  choices: [{ index: 0, delta: { content: `tok${i} ` }, ...(streamUsage && { logprobs: null }), finish_reason: null }],
+  ...(streamUsage && { usage: null }),
+})}\n\n`;
+const usageChunk = `data: ${JSON.stringify({ ...chunkHead, system_fingerprint: 'fp_bench', choices: [], usage: { prompt_tokens: 9, completion_tokens: 20, total_tokens: 29 } })}\n\n`;
 const stream20 = Array.from({ length: 20 }, (_, i) => chunk(i)).join('') + (streamUsage ? usageChunk : '') + 'data: [DONE]\n\n';
 const vector = Array.from({ length: 1536 }, (_, i) => Math.round(Math.sin(i) * 1e6) / 1e6);
 const embeddings = JSON.stringify({

@@ -36,6 +36,11 @@ export function checkCompatible(op: Operation, body: readonly Uint8Array[]): Usa
 }
 
 const isSpace = (c: number | undefined) => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
+/** The first offset at or after `at` that is not JSON whitespace (the length when none is left). */
+function skipSpace(bytes: Uint8Array, at: number): number {
+  while (isSpace(bytes[at])) at++;
+  return at;
+}
 
 /**
  * A JSON object whose `key` opens an array, checked without parsing it; usage
@@ -79,12 +84,10 @@ function lastByte(body: readonly Uint8Array[]): number | undefined {
 function keyOpensArray(buf: Buffer, key: string, whole: boolean): boolean | undefined {
   const at = buf.indexOf(`"${key}"`);
   if (at === -1) return whole ? false : undefined;
-  let next = at + key.length + 2;
-  while (isSpace(buf[next])) next++;
+  let next = skipSpace(buf, at + key.length + 2);
   if (next >= buf.length) return whole ? false : undefined;
   if (buf[next] !== 0x3a /* : */) return false;
-  next++;
-  while (isSpace(buf[next])) next++;
+  next = skipSpace(buf, next + 1);
   if (next >= buf.length) return whole ? false : undefined;
   return buf[next] === 0x5b; /* [ */
 }
@@ -124,12 +127,9 @@ export function usageValueAt(bytes: Uint8Array, from: number): number {
   for (let g = indexOfByte(bytes, USAGE_KEY[USAGE_G], from + USAGE_G); g !== -1; g = indexOfByte(bytes, USAGE_KEY[USAGE_G], g + 1)) {
     const at = g - USAGE_G;
     if (!bytesAt(bytes, at, USAGE_KEY)) continue;
-    let next = at + USAGE_KEY.length;
-    while (isSpace(bytes[next])) next++;
-    if (bytes[next] !== 0x3a /* : */) continue; // "usage" as a value, not a key
-    next++;
-    while (isSpace(bytes[next])) next++;
-    if (!bytesAt(bytes, next, NULL)) return at;
+    const colon = skipSpace(bytes, at + USAGE_KEY.length);
+    if (bytes[colon] !== 0x3a /* : */) continue; // "usage" as a value, not a key
+    if (!bytesAt(bytes, skipSpace(bytes, colon + 1), NULL)) return at;
   }
   return -1;
 }
