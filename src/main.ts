@@ -36,8 +36,6 @@ if (config.apiKeyGenerated) {
 // the generated key, or an operator watching for the uWS fallback, has them before /ready says 200.
 void flushLogs(log);
 const gateway = await startGateway(config, log);
-log.info({ event: 'listening', host: config.host, port: gateway.port, config: config.source, workers: config.workers, uws_native: UWS_NATIVE }, `${SERVER_HEADER} listening on ${config.host}:${gateway.port}`);
-void flushLogs(log);
 
 // Graceful drain (docs/OPERATIONS.md): a second SIGTERM skips the waiting.
 let signals = 0;
@@ -77,3 +75,8 @@ process.on('SIGHUP', () => {
     log.error({ event: 'config_reload_failed', error: message }, `configuration not reloaded, keeping the current one: ${message}`);
   }
 });
+
+// Announced only now that every signal has its handler: whoever acts on this line (a supervisor, a
+// test) may signal at once, and a SIGHUP or SIGTERM before the handlers would kill the process.
+log.info({ event: 'listening', host: config.host, port: gateway.port, config: config.source, workers: config.workers, uws_native: UWS_NATIVE }, `${SERVER_HEADER} listening on ${config.host}:${gateway.port}`);
+void flushLogs(log);

@@ -224,6 +224,20 @@ model_list:
     expect(status.config_version).toBe(2);
   });
 
+  it('a SIGHUP sent the moment the listening line appears is handled, never the default action that kills the process', async () => {
+    // A race: before the fix 2 of 12 such starts died of the signal, so several starts are tried.
+    const dir = mkdtempSync(join(tmpdir(), 'switchyard-reload-'));
+    const file = writeConfig(dir, yaml('at-once'));
+    for (let start = 0; start < 12; start++) {
+      const p = await startProcess(file, {});
+      p.child.kill('SIGHUP');
+      await waitFor(() => p.child.exitCode !== null || p.child.signalCode !== null || p.lines.some((l) => l.event === 'config_reloaded'));
+      expect({ start, exitCode: p.child.exitCode, signal: p.child.signalCode }).toEqual({ start, exitCode: null, signal: null });
+      p.child.kill('SIGKILL');
+      await p.exit;
+    }
+  });
+
   it('keeps the old config and logs an error when the new file does not validate', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'switchyard-reload-'));
     const file = writeConfig(dir, yaml('kept'));
