@@ -5,10 +5,11 @@
  * gateway keys; the embedded demo; immutability of the result.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { availableParallelism, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError, DEFAULTS, loadConfig, parseConfig, type GatewayConfig } from './load.js';
+import { availableCpus } from './cpu-limit.js';
 
 const SOURCE = 'conf/gateway.yaml';
 
@@ -443,7 +444,7 @@ limits: { max_request_body_bytes: 1000, max_response_body_bytes: 2000 }
     expect(config.port).toBe(DEFAULTS.port);
     expect(config.host).toBe('0.0.0.0');
     expect(config.port).toBe(8080);
-    expect(config.workers).toBe(availableParallelism());
+    expect(config.workers).toBe(availableCpus());
     expect(config.maxRequestBodyBytes).toBe(8 * 1024 * 1024);
     expect(config.routing.maxResponseBodyBytes).toBe(64 * 1024 * 1024);
     expect(config.logLevel).toBe('info');

@@ -5,12 +5,12 @@
  */
 import { readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
-import { availableParallelism } from 'node:os';
 import { parse as parseYaml, YAMLParseError } from 'yaml';
 import { z } from 'zod';
 import type { AliasRoute, RoutingConfig, RuleRoute, Timeouts, MockSettings } from '../../protocol/config.js';
 import { PROVIDER_INFO, isProviderName, type ProviderName } from '../../protocol/providers.js';
 import { configFileSchema, unsupportedKeys, type ParamsInput } from './schema.js';
+import { availableCpus } from './cpu-limit.js';
 import { DEMO_CONFIG_YAML } from './demo.js';
 import { HealthSettingsError, healthSettingsFromEnv } from '../health/settings.js';
 
@@ -174,7 +174,7 @@ export function parseConfig(text: string, source: string, env: Env = process.env
     source,
     host: e.HOST ?? file.server?.host ?? DEFAULTS.host,
     port: e.PORT ?? file.server?.port ?? DEFAULTS.port,
-    workers: e.GATEWAY_WORKERS ?? file.server?.workers ?? availableParallelism(),
+    workers: e.GATEWAY_WORKERS ?? file.server?.workers ?? availableCpus(),
     maxRequestBodyBytes: e.GATEWAY_MAX_BODY_BYTES ?? file.limits?.max_request_body_bytes ?? DEFAULTS.maxRequestBodyBytes,
     streamKeepaliveMs: file.server?.stream_keepalive_interval !== undefined ? file.server.stream_keepalive_interval * 1000 : DEFAULTS.streamKeepaliveMs,
     maxInFlight: e.GATEWAY_MAX_IN_FLIGHT ?? file.server?.max_in_flight ?? DEFAULTS.maxInFlight,
