@@ -16,7 +16,6 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { pathToFileURL } from 'node:url';
 import { basename, dirname, join, posix, relative, resolve } from 'node:path';
@@ -41,7 +40,7 @@ import {
   type Dockerfile,
   type Stage,
 } from './dockerfile.js';
-import { npmStartNodeArgs } from './support/start-command.js';
+import { freePort, npmStartNodeArgs } from './support/start-command.js';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const DOCKERFILE_TEXT = readFileSync(join(ROOT, 'Dockerfile'), 'utf8');
@@ -101,14 +100,6 @@ function hostBaseEnv(): Record<string, string> {
   const keep = ['PATH', 'HOME', 'TMPDIR', 'HTTP_PROXY', 'HTTPS_PROXY', 'NO_PROXY', 'http_proxy', 'https_proxy', 'no_proxy', 'SSL_CERT_FILE', 'NODE_EXTRA_CA_CERTS', 'npm_config_cache', 'npm_config_registry', 'npm_config_userconfig'];
   for (const k of keep) if (process.env[k] !== undefined) env[k] = process.env[k] as string;
   return env;
-}
-
-async function freePort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  const port = (srv.address() as { port: number }).port;
-  await new Promise<void>((r) => srv.close(() => r()));
-  return port;
 }
 
 interface Ran {

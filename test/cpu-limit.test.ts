@@ -9,11 +9,10 @@
  */
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { serverEntry } from './support/start-command.js';
+import { serverEntry, settingsFreeEnv } from './support/start-command.js';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const MAIN = serverEntry(ROOT);
@@ -46,28 +45,14 @@ afterAll(() => {
   if (limited) rmdirSync(limited); // empty again once the server it held has exited
 });
 
-function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const s = createServer();
-    s.once('error', rej);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => res(port));
-    });
-  });
-}
-
 /**
  * Starts the built server with no worker count set (in `cgroup` when given: the shell joins it,
  * then execs node), waits for its `listening` line, reads /status, stops it.
  */
 async function workersAtStart(cgroup: string | null): Promise<{ logged: unknown; status: unknown }> {
-  const port = await freePort();
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('GATEWAY_') && k !== 'PORT' && k !== 'HOST') env[k] = v;
-  Object.assign(env, { HOST: '127.0.0.1', PORT: String(port), GATEWAY_API_KEY: 'k', GATEWAY_DRAIN_DELAY: '0', SERVER: MAIN, CGROUP: cgroup ?? '' });
+  const env = { ...settingsFreeEnv(), HOST: '127.0.0.1', PORT: '0', GATEWAY_API_KEY: 'k', GATEWAY_DRAIN_DELAY: '0', NODE: process.execPath, SERVER: MAIN, CGROUP: cgroup ?? '' };
   const script = '[ -n "$CGROUP" ] && echo $$ > "$CGROUP/cgroup.procs"; exec "$NODE" "$SERVER"';
-  const child = spawn('sh', ['-c', script], { env: { ...env, NODE: process.execPath }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn('sh', ['-c', script], { env, stdio: ['ignore', 'pipe', 'inherit'] });
   const exited = new Promise((res) => child.once('exit', res));
   try {
     let out = '';
@@ -75,14 +60,14 @@ async function workersAtStart(cgroup: string | null): Promise<{ logged: unknown;
       const timer = setTimeout(() => rej(new Error(`no listening line in 10 s: ${out}`)), 10_000);
       child.stdout!.setEncoding('utf8').on('data', (d: string) => {
         out += d;
-        const line = out.split('\n').find((l) => l.includes('"event":"listening"'));
+        const line = out.split('\n').slice(0, -1).find((l) => l.includes('"event":"listening"')); // whole lines only
         if (line) {
           clearTimeout(timer);
           res(JSON.parse(line) as Record<string, unknown>);
         }
       });
     });
-    const status = (await (await fetch(`http://127.0.0.1:${port}/status`, { headers: { authorization: 'Bearer k' } })).json()) as { workers: unknown };
+    const status = (await (await fetch(`http://127.0.0.1:${String(listening.port)}/status`, { headers: { authorization: 'Bearer k' } })).json()) as { workers: unknown };
     return { logged: listening.workers, status: status.workers };
   } finally {
     child.kill('SIGTERM');

@@ -16,7 +16,7 @@ import { Health } from '../src/health/types.ts';
 import { credentialsCheck, eventLoopCheck, upstreamChecks, workerPoolCheck } from '../src/supervisor/gateway-checks.ts';
 import type { WorkerPool } from '../src/supervisor/worker-pool.ts';
 import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
-import { serverEntry } from './support/start-command.js';
+import { serverEntry, settingsFreeEnv } from './support/start-command.js';
 import { TEST_KEY, UPSTREAM_KEY, defaultYaml, startTestGateway, type TestGateway, useGatewayWithUpstream } from './support/gateway.js';
 
 interface CheckJson {
@@ -538,9 +538,7 @@ describe('bad toolkit variables stop the start', () => {
   const MAIN = serverEntry(ROOT);
 
   function run(extra: Record<string, string>): Promise<{ code: number | null; stderr: string }> {
-    const env: NodeJS.ProcessEnv = {};
-    for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('GATEWAY_') && !k.startsWith('TOOLKIT_') && k !== 'PORT') env[k] = v;
-    const child = spawn(process.execPath, [MAIN], { cwd: ROOT, env: { ...env, HOST: '127.0.0.1', PORT: '0', GATEWAY_API_KEY: 'k', GATEWAY_WORKERS: '1', ...extra }, stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(process.execPath, [MAIN], { cwd: ROOT, env: { ...settingsFreeEnv(), HOST: '127.0.0.1', PORT: '0', GATEWAY_API_KEY: 'k', GATEWAY_WORKERS: '1', ...extra }, stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
     child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
     const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);

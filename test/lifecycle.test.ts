@@ -6,7 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { serverEntry } from './support/start-command.js';
+import { serverEntry, settingsFreeEnv } from './support/start-command.js';
 import { afterEach, describe, expect, it } from 'vitest';
 
 const ROOT = join(import.meta.dirname, '..');
@@ -32,11 +32,9 @@ function writeConfig(dir: string, yaml: string): string {
 }
 
 async function startProcess(configFile: string, env: Record<string, string>): Promise<Proc> {
-  const clean: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('GATEWAY_') && !k.startsWith('TOOLKIT_') && k !== 'PORT' && k !== 'HOST') clean[k] = v;
   const child = spawn(process.execPath, [serverEntry(ROOT)], {
     cwd: ROOT,
-    env: { ...clean, GATEWAY_CONFIG: configFile, GATEWAY_API_KEY: KEY, PORT: '0', HOST: '127.0.0.1', GATEWAY_WORKERS: '1', ...env },
+    env: { ...settingsFreeEnv(), GATEWAY_CONFIG: configFile, GATEWAY_API_KEY: KEY, PORT: '0', HOST: '127.0.0.1', GATEWAY_WORKERS: '1', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   running.push(child);

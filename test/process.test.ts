@@ -5,10 +5,9 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { serverEntry } from './support/start-command.js';
+import { freePort, serverEntry, settingsFreeEnv } from './support/start-command.js';
 import OpenAI from 'openai';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 
@@ -33,12 +32,7 @@ interface Proc {
 const running: Proc[] = [];
 
 function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) {
-    if (k.startsWith('GATEWAY_') || k.startsWith('TOOLKIT_') || k === 'PORT' || k === 'HOST' || k === 'LOG_LEVEL') continue;
-    env[k] = v;
-  }
-  return { ...env, HOST: '127.0.0.1', GATEWAY_WORKERS: '2', GATEWAY_DRAIN_DELAY: '0', ...extra };
+  return { ...settingsFreeEnv(), HOST: '127.0.0.1', GATEWAY_WORKERS: '2', GATEWAY_DRAIN_DELAY: '0', ...extra };
 }
 
 function start(extra: Record<string, string>): Proc {
@@ -91,14 +85,6 @@ async function waitFor<T>(what: string, ms: number, probe: () => T | undefined |
 
 function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   return Promise.race([p, new Promise<T>((_, rej) => setTimeout(() => rej(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms))]);
-}
-
-async function freePort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  const port = (srv.address() as { port: number }).port;
-  await new Promise<void>((r) => srv.close(() => r()));
-  return port;
 }
 
 /** Whether `path` answers 200 (by default the liveness probe); false while nothing listens. */

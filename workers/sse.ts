@@ -147,7 +147,6 @@ export class Utf8Chunks {
   }
 }
 
-
 /** A copy, never a view: a Buffer's own `slice` is a view, and the chunk's memory is not ours to keep. */
 const copyOf = (bytes: Uint8Array): Uint8Array => Uint8Array.prototype.slice.call(bytes);
 

@@ -39,7 +39,7 @@ import { join, resolve } from 'node:path';
 import { Pool } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeUpstream, type FakeUpstream } from '../support/fake-upstream.js';
-import { npmStartNodeArgs } from '../support/start-command.js';
+import { npmStartNodeArgs, settingsFreeEnv } from '../support/start-command.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 /** npm start's flags and entry point (the front's young-generation cap among them): the soak measures the RSS that ships. */
@@ -98,12 +98,7 @@ interface GatewayProc {
 }
 
 function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) {
-    if (k.startsWith('GATEWAY_') || k.startsWith('TOOLKIT_') || k === 'PORT' || k === 'HOST' || k === 'LOG_LEVEL') continue;
-    env[k] = v;
-  }
-  return { ...env, ...extra };
+  return { ...settingsFreeEnv(), ...extra };
 }
 
 async function startGatewayProcess(configPath: string): Promise<GatewayProc> {

@@ -6,6 +6,7 @@
  * and what they exercise is what ships.
  */
 import { readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 
 export function npmStartNodeArgs(root: string): string[] {
@@ -19,4 +20,27 @@ export function npmStartNodeArgs(root: string): string[] {
 /** The absolute path of the file `npm start` runs. */
 export function serverEntry(root: string): string {
   return join(root, npmStartNodeArgs(root).at(-1) as string);
+}
+
+/**
+ * This process's environment without any gateway setting (GATEWAY_*, TOOLKIT_*, PORT, HOST,
+ * LOG_LEVEL): a test that starts the server sets what it means to, and nothing leaks in from
+ * the shell that ran the tests.
+ */
+export function settingsFreeEnv(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    if (k.startsWith('GATEWAY_') || k.startsWith('TOOLKIT_') || k === 'PORT' || k === 'HOST' || k === 'LOG_LEVEL') continue;
+    env[k] = v;
+  }
+  return env;
+}
+
+/** A loopback port nothing listens on now (for a server that must be told its port in advance). */
+export async function freePort(): Promise<number> {
+  const srv = createServer();
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  const port = (srv.address() as { port: number }).port;
+  await new Promise<void>((r) => srv.close(() => r()));
+  return port;
 }
