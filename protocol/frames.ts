@@ -16,9 +16,10 @@
  *
  * Bump PROTOCOL_VERSION on any incompatible change; both sides check it at attach.
  */
-import type { ErrorCode } from '../src/errors.js';
+import type { ErrorCode } from './errors.js';
 import type { MessagePort } from 'node:worker_threads';
 import type { RoutingConfig } from './config.js';
+import type { ChannelEnd } from './channel.js';
 
 export const PROTOCOL_VERSION = 3;
 
@@ -63,6 +64,12 @@ export interface ProbeFrame {
 }
 
 export type ToWorker = CallFrame | CancelFrame | PauseFrame | ResumeFrame | ConfigFrame | PingFrame | ProbeFrame;
+
+/**
+ * What the front needs of a worker session to run one on its own thread (GATEWAY_WORKERS=0):
+ * workers/session.ts's class, loaded by the pool's one dynamic import of workers/.
+ */
+export type SessionConstructor = new (channel: ChannelEnd<ToWorker, FromWorker>, routing: RoutingConfig) => unknown;
 
 // ── worker → front ────────────────────────────────────────────────────────
 

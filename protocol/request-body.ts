@@ -5,7 +5,7 @@
  * worker thread that sees only common bodies never loads zod (about 11 MB
  * of RSS and 100 ms of start per isolate).
  */
-import { GatewayError } from '../src/errors.js';
+import { GatewayError } from './errors.js';
 import type { Operation } from './frames.js';
 
 export interface ParsedRequest {

@@ -7,7 +7,7 @@
  * body is forwarded untouched.
  */
 import { z } from 'zod';
-import { GatewayError } from '../src/errors.js';
+import { GatewayError } from './errors.js';
 import type { Operation } from './frames.js';
 
 const message = z.looseObject({

@@ -5,7 +5,7 @@
 export { startGateway, type Gateway } from './gateway.js';
 export { loadConfig, parseConfig, ConfigError, DEFAULTS, type GatewayConfig } from './config/load.js';
 export { createLogger } from './logging.js';
-export { ERRORS, GatewayError, errorBody, type ErrorCode } from './errors.js';
+export { ERRORS, GatewayError, errorBody, type ErrorCode } from '../protocol/errors.js';
 export { ROUTES, type RouteSpec } from './front/routes.js';
-export { VERSION } from './version.js';
+export { VERSION } from '../protocol/version.js';
 export * from './health/index.js';

@@ -6,7 +6,7 @@ import { ConfigError, loadConfig, type GatewayConfig } from './config/load.js';
 import { startGateway } from './gateway.js';
 import { createLogger, flushLogs } from './logging.js';
 import { UWS_NATIVE } from './front/server.js';
-import { SERVER_HEADER } from './version.js';
+import { SERVER_HEADER } from '../protocol/version.js';
 
 let config: GatewayConfig;
 try {

@@ -11,7 +11,7 @@ import net from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROUTES, methodsByPath, type RouteSpec } from '../src/front/routes.js';
-import { VERSION } from '../src/version.js';
+import { VERSION } from '../protocol/version.js';
 import { startTestGateway, TEST_KEY, UPSTREAM_KEY, useGatewayWithUpstream, type TestGateway } from './support/gateway.js';
 
 // ───────────────────────── helpers ─────────────────────────
@@ -272,7 +272,7 @@ describe('unknown routes and wrong methods', () => {
 // ───────────────────────── 3. Server header ─────────────────────────
 
 describe('Server header', () => {
-  it('src/version.ts carries the package.json version', () => {
+  it('protocol/version.ts carries the package.json version', () => {
     const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
     expect(VERSION).toBe(pkg.version);
   });

@@ -1,6 +1,6 @@
 /**
  * Keeps `openapi.yaml` in step with the route table (src/front/routes.ts),
- * the error catalogue (src/errors.ts) and package.json (STYLE.md, practice 4:
+ * the error catalogue (protocol/errors.ts) and package.json (STYLE.md, practice 4:
  * derived artefacts are checked, not trusted). CONTRACT.md: "`openapi.yaml`
  * at the repository root describes every route".
  */
@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { ERROR_TYPE, ERRORS, errorBody, isErrorCode } from '../src/errors.ts';
+import { ERROR_TYPE, ERRORS, errorBody, isErrorCode } from '../protocol/errors.ts';
 import { ROUTES, type RouteKind, type RouteSpec } from '../src/front/routes.ts';
 
 type Obj = Record<string, unknown>;
@@ -335,8 +335,8 @@ describe('openapi.yaml', () => {
     it('GatewayErrorCode enumerates exactly the catalogue codes', () => {
       const codeEnum = obj(schemas.GatewayErrorCode, 'GatewayErrorCode').enum as unknown[];
       expect(new Set(codeEnum).size, 'no duplicates').toBe(codeEnum.length);
-      expect(codeEnum.filter((c) => !isErrorCode(c)), 'in openapi, not in src/errors.ts').toEqual([]);
-      expect(catalogue.filter((c) => !codeEnum.includes(c)), 'in src/errors.ts, not in openapi').toEqual([]);
+      expect(codeEnum.filter((c) => !isErrorCode(c)), 'in openapi, not in protocol/errors.ts').toEqual([]);
+      expect(catalogue.filter((c) => !codeEnum.includes(c)), 'in protocol/errors.ts, not in openapi').toEqual([]);
     });
 
     it('every code named anywhere in the document is a catalogue code', () => {

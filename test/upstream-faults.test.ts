@@ -5,7 +5,7 @@
  */
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ErrorCode } from '../src/errors.js';
+import type { ErrorCode } from '../protocol/errors.js';
 import { startFakeUpstream, type Behaviour, type FakeUpstream } from './support/fake-upstream.js';
 import { startTestGateway, type TestGateway } from './support/gateway.js';
 

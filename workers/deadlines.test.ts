@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { GatewayError } from '../src/errors.js';
+import type { GatewayError } from '../protocol/errors.js';
 import { Deadlines } from './deadlines.js';
 
 const timeouts = { connectMs: 1000, headersMs: 300, idleMs: 100, totalMs: 1000 };

@@ -5,7 +5,7 @@
  * own headers/body timeouts run on a ~0.5 s coarse clock and never fire
  * for idle limits under about a second.
  */
-import { GatewayError, type ErrorCode } from '../src/errors.js';
+import { GatewayError, type ErrorCode } from '../protocol/errors.js';
 import type { Timeouts } from '../protocol/config.js';
 import type { ExchangeActivity } from './upstream-http.js';
 

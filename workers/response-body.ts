@@ -5,7 +5,7 @@
  */
 import { joinForNow, payloadLength } from '../protocol/channel.js';
 import type { Operation, Usage } from '../protocol/frames.js';
-import { GatewayError } from '../src/errors.js';
+import { GatewayError } from '../protocol/errors.js';
 import { asBuffer, bytesAt, indexOfByte } from './bytes.js';
 
 const decoder = new TextDecoder();

@@ -8,7 +8,7 @@
  */
 import type { AliasRoute, RoutingConfig, Upstream } from '../protocol/config.js';
 import type { RouteLabels } from '../protocol/frames.js';
-import { GatewayError } from '../src/errors.js';
+import { GatewayError } from '../protocol/errors.js';
 
 export interface RouteTarget {
   readonly upstream: Upstream;

@@ -7,8 +7,8 @@
 import { wholePayload, type ChannelEnd, type FrameSender, type Payload } from '../protocol/channel.js';
 import type { RoutingConfig } from '../protocol/config.js';
 import type { CallFrame, FromWorker, HeaderList, RouteLabels, ToWorker, Usage } from '../protocol/frames.js';
-import { GatewayError, isErrorCode, type ErrorCode } from '../src/errors.js';
-import { ChurnMap } from '../src/churn-tables.js';
+import { GatewayError, isErrorCode, type ErrorCode } from '../protocol/errors.js';
+import { ChurnMap } from '../protocol/churn-tables.js';
 import { CallControl } from './call-control.js';
 import { Flow } from './flow.js';
 import { probeUpstream } from './probe.js';

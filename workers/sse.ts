@@ -12,7 +12,7 @@
  * events a reader must look into are decoded, by that reader.
  */
 import { isUtf8 } from 'node:buffer';
-import { GatewayError } from '../src/errors.js';
+import { GatewayError } from '../protocol/errors.js';
 import { bytesAt, indexOfByte, utf8Text } from './bytes.js';
 
 const FIELDS = new Set(['data', 'event', 'id', 'retry']);

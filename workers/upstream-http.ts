@@ -15,7 +15,7 @@ import type { Dispatcher } from 'undici';
 // worker. Only `dispatch` is used, which Pool has without the index's request API. A static
 // import, so that tools/bundle.mjs bundles it into the worker.
 import Pool from 'undici/lib/dispatcher/pool.js';
-import { GatewayError, type ErrorCode } from '../src/errors.js';
+import { GatewayError, type ErrorCode } from '../protocol/errors.js';
 
 type Pool = InstanceType<typeof Pool>;
 

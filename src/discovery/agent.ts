@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import { ROUTES, type RouteSpec } from '../front/routes.js';
-import { PRODUCT, VERSION } from '../version.js';
+import { PRODUCT, VERSION } from '../../protocol/version.js';
 
 const DESCRIPTION = 'Switchyard: an OpenAI-compatible model gateway that routes chat completions and embeddings to configured providers.';
 

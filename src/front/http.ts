@@ -6,8 +6,8 @@
 import { STATUS_CODES } from 'node:http';
 import type { HttpResponse } from 'uWebSockets.js';
 import { joinForNow, payloadLength, REUSED_JOIN_BYTES, type Payload } from '../../protocol/channel.js';
-import { errorBody, errorStatus, type ErrorCode } from '../errors.js';
-import { SERVER_HEADER } from '../version.js';
+import { errorBody, errorStatus, type ErrorCode } from '../../protocol/errors.js';
+import { SERVER_HEADER } from '../../protocol/version.js';
 
 const statusLines = new Map<number, string>();
 

@@ -3,7 +3,7 @@
  * so load balancers with idle timeouts do not cut a long time-to-first-token
  * stream. One sweeping timer serves every stream.
  */
-import { ChurnSet } from '../churn-tables.js';
+import { ChurnSet } from '../../protocol/churn-tables.js';
 
 export interface KeptAlive {
   /** performance.now() of the last write. */

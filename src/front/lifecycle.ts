@@ -10,7 +10,7 @@
  * open is interrupted: a stream ends with an SSE error event, a pending
  * answer becomes a 503.
  */
-import { ChurnSet } from '../churn-tables.js';
+import { ChurnSet } from '../../protocol/churn-tables.js';
 
 export type Phase = 'serving' | 'draining' | 'closing' | 'closed';
 

@@ -6,7 +6,7 @@
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import type { AliasRoute } from '../../protocol/config.js';
 import { httpStatusOf } from '../health/types.js';
-import { VERSION } from '../version.js';
+import { VERSION } from '../../protocol/version.js';
 import type { FrontContext } from './context.js';
 import { send, sendError, sendJson, type Exchange } from './http.js';
 

@@ -5,7 +5,7 @@
  * and keep-alive comments. The front never parses a body.
  */
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
-import { ERRORS, errorBody, errorStatus, type ErrorCode } from '../errors.js';
+import { ERRORS, errorBody, errorStatus, type ErrorCode } from '../../protocol/errors.js';
 import type { EndFrame, FailFrame, HeadFrame, HeaderList, Operation, ReplyFrame, RouteLabels, Usage } from '../../protocol/frames.js';
 import { payloadLength, type Payload } from '../../protocol/channel.js';
 import type { CallHandlers } from '../supervisor/worker-pool.js';

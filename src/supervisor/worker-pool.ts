@@ -15,8 +15,7 @@ import type { RoutingConfig } from '../../protocol/config.js';
 import { enableTransferInNewIsolates, localChannel, wholePayload, type FrameSender, type Payload } from '../../protocol/channel.js';
 import { FramePort } from '../../protocol/frame-port.js';
 import { RingReader, RingWriter, ringMemory } from '../../protocol/shared-ring.js';
-import type { WorkerSession } from '../../workers/session.js';
-import { ChurnMap } from '../churn-tables.js';
+import { ChurnMap } from '../../protocol/churn-tables.js';
 import {
   PROTOCOL_VERSION,
   type AttachTask,
@@ -28,6 +27,7 @@ import {
   type PongFrame,
   type ProbedFrame,
   type ReplyFrame,
+  type SessionConstructor,
   type ToWorker,
 } from '../../protocol/frames.js';
 
@@ -104,7 +104,7 @@ export class WorkerPool {
   }
 
   /** `workers`: how many worker threads, or the session class to run inline on this thread. */
-  private constructor(workers: number | typeof WorkerSession, routing: RoutingConfig, log: Logger) {
+  private constructor(workers: number | SessionConstructor, routing: RoutingConfig, log: Logger) {
     this.#routing = routing;
     this.#log = log;
     if (typeof workers !== 'number') {

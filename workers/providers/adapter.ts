@@ -6,7 +6,7 @@
 import type { Payload } from '../../protocol/channel.js';
 import type { Upstream } from '../../protocol/config.js';
 import type { HeaderList, Operation, Usage } from '../../protocol/frames.js';
-import type { ErrorCode } from '../../src/errors.js';
+import type { ErrorCode } from '../../protocol/errors.js';
 import type { CallControl } from '../call-control.js';
 import type { Flow } from '../flow.js';
 

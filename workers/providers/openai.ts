@@ -5,8 +5,8 @@
  * resets and bodies that are not the compatible format become 502s.
  */
 import type { Usage } from '../../protocol/frames.js';
-import { GatewayError } from '../../src/errors.js';
-import { VERSION } from '../../src/version.js';
+import { GatewayError } from '../../protocol/errors.js';
+import { VERSION } from '../../protocol/version.js';
 import { allowlistedHeaders } from '../rate-limit-headers.js';
 import { checkCompatible, looksLikeJson, usageOf, usageValueAt } from '../response-body.js';
 import { Deadlines } from '../deadlines.js';
