@@ -9,10 +9,10 @@
 import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ROUTES, methodsByPath, type RouteSpec } from '../src/front/routes.js';
 import { VERSION } from '../protocol/version.js';
-import { startTestGateway, TEST_KEY, UPSTREAM_KEY, useGatewayWithUpstream, type TestGateway } from './support/gateway.js';
+import { startTestGateway, TEST_KEY, UPSTREAM_KEY, useGateway, type TestGateway } from './support/gateway.js';
 
 // ───────────────────────── helpers ─────────────────────────
 
@@ -146,7 +146,7 @@ async function waitUntil(pred: () => boolean, timeoutMs = 2000): Promise<void> {
 
 // ───────────────────────── the shared gateway ─────────────────────────
 
-const { gw, upstream } = useGatewayWithUpstream();
+const { gw, upstream } = useGateway();
 
 // ───────────────────────── 1. auth ─────────────────────────
 
@@ -553,10 +553,11 @@ describe('/status', () => {
 // ───────────────────────── 8. /status/models ─────────────────────────
 
 describe('/status/models', () => {
-  let sm: TestGateway;
   const ENV_NAME = 'SWITCHYARD_TEST_PRESENT';
-  beforeAll(async () => {
-    sm = await startTestGateway({
+  // A second gateway, in front of the file's upstream.
+  const { gw: sm } = useGateway({
+    upstreams: 0,
+    gateway: () => ({
       env: { [ENV_NAME]: UPSTREAM_KEY },
       yaml: `
 model_list:
@@ -579,10 +580,7 @@ route_rules:
     models: ["gpt-*"]
     params: { api_base: "${upstream.url}", api_key: ${UPSTREAM_KEY} }
 `,
-    });
-  });
-  afterAll(async () => {
-    await sm?.close();
+    }),
   });
 
   const EXPECTED: Record<string, Json> = {

@@ -13,7 +13,7 @@ import { getMetricsFromIterator, type PromData, type PromHistogramData, type Pro
 import { beforeAll, describe, expect, it } from 'vitest';
 import { Health } from '../src/health/types.js';
 import type { FakeUpstream } from './support/fake-upstream.js';
-import { TEST_KEY, UPSTREAM_KEY, useGatewayWithUpstream } from './support/gateway.js';
+import { TEST_KEY, UPSTREAM_KEY, useGateway } from './support/gateway.js';
 
 const CHAT = '/v1/chat/completions';
 const EMBED = '/v1/embeddings';
@@ -27,7 +27,7 @@ interface Scrape {
   readonly m: PromMetrics;
 }
 
-const { gw, upstream } = useGatewayWithUpstream(() => ({ env: { GATEWAY_MAX_BODY_BYTES: String(MAX_BODY) } }));
+const { gw, upstream } = useGateway({ gateway: { env: { GATEWAY_MAX_BODY_BYTES: String(MAX_BODY) } } });
 
 // ───────────────────────── helpers ─────────────────────────
 
