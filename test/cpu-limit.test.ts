@@ -7,15 +7,11 @@
  * v2 tree whose root delegates `cpu`); elsewhere the test is reported as
  * skipped, and src/config/cpu-limit.test.ts still covers the reading itself.
  */
-import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { serverEntry, settingsFreeEnv } from './support/start-command.js';
-
-const ROOT = resolve(import.meta.dirname, '..');
-const MAIN = serverEntry(ROOT);
+import { spawnGateway } from './support/gateway-process.js';
 
 /** A cgroup limited to one CPU, made for this run; null where none can be made. */
 const limited = ((): string | null => {
@@ -50,28 +46,16 @@ afterAll(() => {
  * then execs node), waits for its `listening` line, reads /status, stops it.
  */
 async function workersAtStart(cgroup: string | null): Promise<{ logged: unknown; status: unknown }> {
-  const env = { ...settingsFreeEnv(), HOST: '127.0.0.1', PORT: '0', GATEWAY_API_KEY: 'k', GATEWAY_DRAIN_DELAY: '0', NODE: process.execPath, SERVER: MAIN, CGROUP: cgroup ?? '' };
-  const script = '[ -n "$CGROUP" ] && echo $$ > "$CGROUP/cgroup.procs"; exec "$NODE" "$SERVER"';
-  const child = spawn('sh', ['-c', script], { env, stdio: ['ignore', 'pipe', 'inherit'] });
-  const exited = new Promise((res) => child.once('exit', res));
+  const p = spawnGateway({
+    env: { GATEWAY_API_KEY: 'k', GATEWAY_DRAIN_DELAY: '0', CGROUP: cgroup ?? '' },
+    via: ['sh', '-c', '[ -n "$CGROUP" ] && echo $$ > "$CGROUP/cgroup.procs"; exec "$@"', 'sh'],
+  });
   try {
-    let out = '';
-    const listening = await new Promise<Record<string, unknown>>((res, rej) => {
-      const timer = setTimeout(() => rej(new Error(`no listening line in 10 s: ${out}`)), 10_000);
-      child.stdout!.setEncoding('utf8').on('data', (d: string) => {
-        out += d;
-        const line = out.split('\n').slice(0, -1).find((l) => l.includes('"event":"listening"')); // whole lines only
-        if (line) {
-          clearTimeout(timer);
-          res(JSON.parse(line) as Record<string, unknown>);
-        }
-      });
-    });
+    const listening = await p.listening(10_000);
     const status = (await (await fetch(`http://127.0.0.1:${String(listening.port)}/status`, { headers: { authorization: 'Bearer k' } })).json()) as { workers: unknown };
     return { logged: listening.workers, status: status.workers };
   } finally {
-    child.kill('SIGTERM');
-    await exited;
+    await p.stop();
   }
 }
 

@@ -5,8 +5,6 @@
  * under 200 concurrent probes, the probe budget with a hanging upstream,
  * the warm-up window, clean reasons, and bad toolkit variables at start.
  */
-import { spawn } from 'node:child_process';
-import { join, resolve } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { ProbedFrame } from '../protocol/frames.ts';
 import { parseConfig } from '../src/config/load.ts';
@@ -15,8 +13,9 @@ import { Health } from '../src/health/types.ts';
 import { credentialsCheck, eventLoopCheck, upstreamChecks, workerPoolCheck } from '../src/supervisor/gateway-checks.ts';
 import type { WorkerPool } from '../src/supervisor/worker-pool.ts';
 import type { FakeUpstream } from './support/fake-upstream.js';
-import { freePort, serverEntry, settingsFreeEnv } from './support/start-command.js';
+import { spawnGateway } from './support/gateway-process.js';
 import { TEST_KEY, UPSTREAM_KEY, defaultYaml, startTestGateway, type TestGateway, useGateway } from './support/gateway.js';
+import { freePort } from './support/start-command.js';
 
 interface CheckJson {
   name: string;
@@ -502,20 +501,12 @@ describe('TOOLKIT_HEALTH_STARTUP_DELAY', () => {
 });
 
 describe('bad toolkit variables stop the start', () => {
-  const ROOT = resolve(import.meta.dirname, '..');
-  const MAIN = serverEntry(ROOT);
-
-  function run(extra: Record<string, string>): Promise<{ code: number | null; stderr: string }> {
-    const child = spawn(process.execPath, [MAIN], { cwd: ROOT, env: { ...settingsFreeEnv(), HOST: '127.0.0.1', PORT: '0', GATEWAY_API_KEY: 'k', GATEWAY_WORKERS: '1', ...extra }, stdio: ['ignore', 'ignore', 'pipe'] });
-    let stderr = '';
-    child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-    return new Promise((res) =>
-      child.on('exit', (code) => {
-        clearTimeout(timer);
-        res({ code, stderr });
-      }),
-    );
+  async function run(extra: Record<string, string>): Promise<{ code: number | null; stderr: string }> {
+    const p = spawnGateway({ env: { GATEWAY_API_KEY: 'k', GATEWAY_WORKERS: '1', ...extra } });
+    const timer = setTimeout(() => p.child.kill('SIGKILL'), 10_000);
+    const { code } = await p.exit;
+    clearTimeout(timer);
+    return { code, stderr: p.stderr() };
   }
 
   it.each([

@@ -149,8 +149,7 @@ export async function startTestGatewayProcess(options: TestGatewayOptions & Proc
   };
   try {
     const { port } = await proc.listening();
-    const key = env.GATEWAY_API_KEY || (env.GATEWAY_API_KEYS ?? '').split(',')[0] || '';
-    return { ...endpoint(`http://127.0.0.1:${String(port)}`, key, close), proc };
+    return { ...endpoint(`http://127.0.0.1:${String(port)}`, env.GATEWAY_API_KEY as string, close), proc };
   } catch (error) {
     await close();
     throw error;
