@@ -11,7 +11,7 @@ import { payloadLength, type Payload } from '../../protocol/channel.js';
 import type { CallHandlers } from '../supervisor/worker-pool.js';
 import { collectBody } from './body.js';
 import type { FrontContext } from './context.js';
-import { JSON_TYPE, send, sendBody, sendError, writeHead, type Exchange } from './http.js';
+import { JSON_TYPE, send, sendBody, writeHead, type Exchange } from './http.js';
 import type { KeptAlive } from './keepalive.js';
 import type { Interruptible } from './lifecycle.js';
 import type { RouteSpec } from './routes.js';
