@@ -65,7 +65,6 @@ export const embeddingsResponseSchema = z.looseObject({
   usage: z.looseObject({ prompt_tokens: z.number().int(), total_tokens: z.number().int() }).optional(),
 });
 
-export const modelListSchema = z.object({
-  object: z.literal('list'),
-  data: z.array(z.object({ id: z.string(), object: z.literal('model'), created: z.number().int(), owned_by: z.string() })),
-});
+export const modelSchema = z.object({ id: z.string(), object: z.literal('model'), created: z.number().int(), owned_by: z.string() });
+
+export const modelListSchema = z.object({ object: z.literal('list'), data: z.array(modelSchema) });

@@ -117,6 +117,8 @@ function operational(ctx: FrontContext, kind: Exclude<RouteKind, 'chat' | 'embed
       return (ex, req) => ops.statusModel(ctx, ex, req);
     case 'models':
       return (ex) => ops.models(ctx, ex);
+    case 'model':
+      return (ex, req) => ops.model(ctx, ex, req);
     case 'metrics':
       return (ex, _req, res) => ops.metrics(ctx, ex, res);
     case 'agent': {
