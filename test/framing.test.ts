@@ -8,7 +8,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { useGatewayWithUpstream } from './support/gateway.js';
-import { raw, rawResponses, statusCodes, type RawResult } from './support/raw-http.js';
+import { raw, rawBodies, statusCodes, type RawResult } from './support/raw-http.js';
 
 const CHAT = '/v1/chat/completions';
 const BODY = JSON.stringify({ model: 'up-chat', messages: [{ role: 'user', content: 'x' }] });
@@ -24,13 +24,12 @@ describe('request framing', () => {
 
   /** Checks that `out` is exactly one 400 `invalid_request` saying `message`, with `Connection: close`, and nothing after it. */
   function expectFramingAnswer(r: RawResult, message: string): void {
-    const responses = rawResponses(r.out);
-    expect(responses, r.out).toHaveLength(1);
-    const [only] = responses as [{ head: string; body: string }];
-    expect(only.head).toMatch(/^HTTP\/1\.1 400 /);
-    expect(only.head).toMatch(/^connection: close$/im);
-    expect(JSON.parse(only.body)).toEqual({ error: { message, type: 'gateway_error', code: 'invalid_request' } });
-    expect(r.out.endsWith(only.body)).toBe(true);
+    expect(statusCodes(r.out), r.out).toEqual([400]);
+    expect(r.out).toMatch(/^HTTP\/1\.1 400 /);
+    expect(r.out).toMatch(/^connection: close\r$/im);
+    const [body = ''] = rawBodies(r.out);
+    expect(JSON.parse(body)).toEqual({ error: { message, type: 'gateway_error', code: 'invalid_request' } });
+    expect(r.out.endsWith(`\r\n\r\n${body}`)).toBe(true);
   }
 
   /** Checks the connection closed at once and nothing reached the upstream or is still running. */

@@ -48,9 +48,9 @@ export function raw(port: number, payload: string | Buffer, waitMs = 1500): Prom
 /** Status codes of the responses in a raw HTTP/1.1 byte stream, in order (responses follow each other without a newline). */
 export const statusCodes = (out: string): number[] => [...out.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1]));
 
-/** The responses of a Content-Length-framed raw byte stream, in order; stops at anything else. */
-export function rawResponses(out: string): Array<{ head: string; body: string }> {
-  const responses: Array<{ head: string; body: string }> = [];
+/** The bodies of the Content-Length-framed responses in a raw byte stream, in order; stops at anything else. */
+export function rawBodies(out: string): string[] {
+  const bodies: string[] = [];
   let rest = out;
   for (;;) {
     const end = rest.indexOf('\r\n\r\n');
@@ -58,8 +58,8 @@ export function rawResponses(out: string): Array<{ head: string; body: string }>
     const head = rest.slice(0, end);
     const length = Number(/content-length: (\d+)/i.exec(head)?.[1] ?? NaN);
     if (!Number.isFinite(length)) break;
-    responses.push({ head, body: rest.slice(end + 4, end + 4 + length) });
+    bodies.push(rest.slice(end + 4, end + 4 + length));
     rest = rest.slice(end + 4 + length);
   }
-  return responses;
+  return bodies;
 }
