@@ -124,12 +124,13 @@ describe('request framing', () => {
     expect(r.out).toContain('"object":"status"');
   });
 
-  it('serves a chunked body (Transfer-Encoding: chunked, any case) and one Content-Length', async () => {
-    for (const framing of ['Transfer-Encoding: Chunked', 'Transfer-Encoding: chunked', `Content-Length: ${BODY.length}`]) {
+  it('serves a chunked body (Transfer-Encoding: chunked, any case) and one Content-Length, with whitespace around it too', async () => {
+    const framings = ['Transfer-Encoding: Chunked', 'Transfer-Encoding: chunked', `Content-Length: ${BODY.length}`, `Content-Length: \t${BODY.length} `];
+    for (const framing of framings) {
       const body = framing.startsWith('Content-Length') ? BODY : chunked(BODY);
       const r = await raw(gw.gateway.port, `${head()}${framing}\r\nConnection: close\r\n\r\n${body}`, 3000);
       expect(statusCodes(r.out), framing).toEqual([200]);
     }
-    expect(upstream.requests).toHaveLength(3);
+    expect(upstream.requests).toHaveLength(framings.length);
   });
 });

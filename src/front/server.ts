@@ -97,11 +97,10 @@ type HeaderProblem = 'too_large' | 'two_authorizations' | { readonly framing: st
 /**
  * `too_large` past MAX_HEADER_BYTES; two Authorization headers; a framing
  * error (RFC 9112 §6.3: the body's length cannot be known) with its message;
- * else null. uWS frames a body by any Transfer-Encoding as chunked and by
- * one of two Content-Lengths, so it would read a different body than a proxy
- * in front of it that frames otherwise. It closes Content-Length with
- * Transfer-Encoding and most malformed lengths itself, before any handler;
- * the checks here cover what reaches JavaScript, and the rest if a build lets it through.
+ * else null. uWS frames any Transfer-Encoding as chunked (gzip included),
+ * unlike a proxy in front of it may. It closes Content-Length with
+ * Transfer-Encoding, and most malformed lengths, before any handler runs;
+ * those checks stay in case a build lets one through.
  */
 function headerProblem(req: HttpRequest): HeaderProblem | null {
   let size = 0;
