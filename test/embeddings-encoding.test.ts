@@ -4,14 +4,10 @@
  * little-endian float32. The mock provider must answer that form: as floats, each
  * vector decoded as base64 turned into a quarter as many zeros.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestGateway, type TestGateway } from './support/gateway.js';
+import { describe, expect, it } from 'vitest';
+import { useGateway } from './support/gateway.js';
 
-let gw: TestGateway;
-beforeAll(async () => {
-  gw = await startTestGateway({ workers: 1 });
-});
-afterAll(() => gw.close());
+const { gw } = useGateway({ upstreams: 0, gateway: { workers: 1 } });
 
 describe('embeddings encoding_format', () => {
   it('the SDK default (base64) decodes to the float answer, to float32 precision', async () => {

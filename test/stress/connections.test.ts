@@ -12,7 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { MiB, percentile, sleep, until, useClientGateway } from '../support/client-gateway.js';
 import { expectNoKeyLeak } from '../support/gateway.js';
 
-const { upstream, gw, timedChat } = useClientGateway();
+const { gw, timedChat } = useClientGateway();
 
 // ───────────────────────── many idle connections ─────────────────────────
 

@@ -9,7 +9,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { npmStartNodeArgs, serverEntry, settingsFreeEnv } from './start-command.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
