@@ -1,6 +1,6 @@
 /**
  * Graceful drain (SIGTERM) and reload (SIGHUP) of the real process:
- * `node dist/src/main.js` with its own config file, signals sent for real.
+ * `node dist/server.js` (spawnGateway) with its own config file, signals sent for real.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

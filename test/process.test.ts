@@ -1,6 +1,6 @@
 /**
  * The built server as a process (CONTRACT.md: Start, Environment, Config
- * file): `node dist/src/main.js` with a scrubbed environment, its stdout
+ * file): `node dist/server.js` (spawnGateway) with a scrubbed environment, its stdout
  * parsed as pino JSON lines.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';

@@ -175,7 +175,6 @@ export async function expectNoKeyLeak(gw: TestGateway, keys: readonly string[] =
   }
 }
 
-
 /** N fake upstreams, as a tuple (`[a, b]` for 2) when N is a literal. */
 export type Upstreams<N extends number, R extends FakeUpstream[] = []> = number extends N ? FakeUpstream[] : R['length'] extends N ? R : Upstreams<N, [...R, FakeUpstream]>;
 
@@ -228,6 +227,9 @@ export interface GatewayFixture<G extends GatewayEndpoint, N extends number = 1>
  * // Two upstreams:                             const { upstreams: [a, b] } = useGateway({ upstreams: 2, gateway: (a, b) => ({ yaml }) });
  * // Gateways started by the tests themselves:  const { start } = useGateway({ gateway: false }); … const gw = await start({ yaml });
  * // The built server as a process (npm start): const { gw } = useGateway({ process: { npmStart: true } }); gw.proc.pid
+ *
+ * A gateway that must live for one test only stays `startTestGateway` with a `try`/`finally` close;
+ * a process whose start may fail is `spawnGateway` (./gateway-process.ts).
  */
 export function useGateway<N extends number = 1>(options: UseGatewayOptions<N> & { process: ProcessOptions | true; gateway?: GatewayOptionsSource<N> }): GatewayFixture<TestGatewayProcess, N>;
 export function useGateway<N extends number = 1>(options?: UseGatewayOptions<N> & { process?: undefined }): GatewayFixture<TestGateway, N>;
@@ -260,7 +262,7 @@ export function useGateway(options: UseGatewayOptions<number> = {}): GatewayFixt
   };
 }
 
-/** @deprecated `useGateway({ gateway: options })`, which this is. */
+/** @deprecated `useGateway({ gateway: options })`, which this is; kept for test files written against it on branches not merged yet. */
 export function useGatewayWithUpstream(options: (upstream: FakeUpstream) => TestGatewayOptions | Promise<TestGatewayOptions> = () => ({})): GatewayFixture<TestGateway> {
   return useGateway({ gateway: options });
 }
