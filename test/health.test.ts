@@ -543,7 +543,7 @@ describe('gateway checks (unit, fake worker pool)', () => {
   });
 
   it('worker_pool: unhealthy when a worker does not answer a ping, degraded on restarts or saturation', async () => {
-    const stats = (over: Partial<ReturnType<WorkerPool['stats']>> = {}) => () => ({ workers: 2, inFlight: 0, restarts: 0, ...over });
+    const stats = (over: Partial<ReturnType<WorkerPool['stats']>> = {}) => () => ({ workers: 2, inFlight: 0, restarts: 0, inFlightByWorker: [0, 0], ...over });
     expect((await run(workerPoolCheck(fakePool({ ping: async () => [1, 2], stats: stats() }), 500, 1000))).status).toBe('healthy');
     expect(await run(workerPoolCheck(fakePool({ ping: async () => [1, null], stats: stats() }), 500, 1000))).toMatchObject({ status: 'unhealthy', reason: expect.stringMatching(/1/) });
     expect((await run(workerPoolCheck(fakePool({ ping: async () => [1, 2], stats: stats({ restarts: 3 }) }), 500, 1000))).status).toBe('degraded');

@@ -393,7 +393,7 @@ describe('after a mix of requests', () => {
     expect(provider({ status_class: '2xx' })).toBe(st.success);
     expect(provider({ status_class: '4xx' })).toBe(st.client_errors);
     expect(provider({ status_class: '5xx' })).toBe(st.server_errors);
-    expect(st.success + st.client_errors + st.server_errors).toBe(st.total);
+    expect((st.success ?? NaN) + (st.client_errors ?? NaN) + (st.server_errors ?? NaN)).toBe(st.total);
     expect(value(s, 'switchyard_upstream_errors_total')).toBe(st.upstream_errors);
     expect(value(s, 'switchyard_requests_in_flight')).toBe(st.in_flight);
     expect(value(s, 'switchyard_streams_open')).toBe(st.streams_open);

@@ -358,7 +358,7 @@ limits:
       });
       return { res, elapsed: performance.now() - t0 };
     } catch (err) {
-      if ((err as Error).name === 'TimeoutError') throw new Error(`the gateway did not answer within 5 s for ${model}`);
+      if ((err as Error).name === 'TimeoutError') throw new Error(`the gateway did not answer within 5 s for ${model}`, { cause: err });
       throw err;
     }
   };
