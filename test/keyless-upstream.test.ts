@@ -8,9 +8,8 @@
  * while OPENAI_API_KEY is unset, is missing.
  */
 import OpenAI from 'openai';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
-import { UPSTREAM_KEY, startTestGateway, useGatewayWithUpstream, type TestGateway } from './support/gateway.js';
+import { describe, expect, it } from 'vitest';
+import { UPSTREAM_KEY, startTestGateway, useGatewayWithUpstream } from './support/gateway.js';
 
 const UNSET = 'SWITCHYARD_KEYLESS_TEST_UNSET';
 
@@ -66,35 +65,23 @@ health: { cache_ttl: 0 }
 });
 
 describe('keyed and missing credentials beside it', () => {
-  let upstream: FakeUpstream;
-  let gw: TestGateway;
-  let unready: TestGateway;
-  beforeAll(async () => {
-    upstream = await startFakeUpstream();
-    const missing = `
+  /** Aliases whose credentials are missing: an api_key naming an unset variable, and no api_key at the default api_base. */
+  const missing = (apiBase: string) => `
   - model_name: unset-var
-    params: { model: openai/m, api_base: ${upstream.url}, api_key: os.environ/${UNSET} }
+    params: { model: openai/m, api_base: ${apiBase}, api_key: os.environ/${UNSET} }
   - model_name: hosted
     params: { model: openai/gpt-4o-mini }`;
-    // startTestGateway reads only the env it is given: neither OPENAI_API_KEY nor UNSET is set.
-    gw = await startTestGateway({
-      workers: 1,
-      yaml: `
+  // startTestGateway reads only the env it is given: neither OPENAI_API_KEY nor UNSET is set.
+  const { gw, upstream } = useGatewayWithUpstream((up) => ({
+    workers: 1,
+    yaml: `
 model_list:
   - model_name: literal
-    params: { model: openai/m, api_base: ${upstream.url}, api_key: ${UPSTREAM_KEY} }${missing}
+    params: { model: openai/m, api_base: ${up.url}, api_key: ${UPSTREAM_KEY} }${missing(up.url)}
 `,
-    });
-    unready = await startTestGateway({ workers: 1, yaml: `model_list:${missing}\nhealth: { cache_ttl: 0 }\n` });
-  });
-  afterAll(async () => {
-    await gw?.close();
-    await unready?.close();
-    await upstream?.close();
-  });
+  }));
 
   it('a deployment with a literal key sends Authorization: Bearer <key>', async () => {
-    upstream.reset();
     await gw.client().chat.completions.create({ model: 'literal', messages: [{ role: 'user', content: 'hi' }] });
     expect(upstream.requests.map((r) => [r.method, r.path, r.headers.authorization])).toEqual([['POST', '/v1/chat/completions', `Bearer ${UPSTREAM_KEY}`]]);
   });
@@ -107,7 +94,6 @@ model_list:
   });
 
   it('calls to them are answered 503 credentials_missing and nothing is sent upstream', async () => {
-    upstream.reset();
     for (const model of ['unset-var', 'hosted']) {
       const err = await gw
         .client()
@@ -121,9 +107,13 @@ model_list:
   });
 
   it('a pod whose only routes are missing credentials is not Ready', async () => {
-    const res = await unready.fetch('/ready', { auth: false });
-    const report = await json(res);
-    expect(res.status).toBe(503);
-    expect(credentialsCheckOf(report)?.status).toBe('unhealthy');
+    const unready = await startTestGateway({ workers: 1, yaml: `model_list:${missing(upstream.url)}\nhealth: { cache_ttl: 0 }\n` });
+    try {
+      const res = await unready.fetch('/ready', { auth: false });
+      expect(res.status).toBe(503);
+      expect(credentialsCheckOf(await json(res))?.status).toBe('unhealthy');
+    } finally {
+      await unready.close();
+    }
   });
 });
