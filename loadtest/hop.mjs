@@ -19,7 +19,7 @@
 // setImmediate flush costs ~10 µs more than posting at once, and every way costs ~30–40 µs of
 // wake-ups. In the gateway at c1 the worker adds ~100–130 µs over inline (loadtest/RESULTS.md):
 // the rest is two isolates sharing one core's caches, not the channel.
-import { MessageChannel, Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
+import { MessageChannel, Worker, isMainThread, workerData } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
 import { Packr } from 'msgpackr';
 

@@ -100,25 +100,37 @@ export function statusModels(ctx: FrontContext, ex: Exchange): void {
 }
 
 export function statusModel(ctx: FrontContext, ex: Exchange, req: HttpRequest): void {
+  const found = aliasOfPath(ctx, ex, req);
+  if (found) sendJson(ex, 200, modelStatus(found));
+}
+
+/** spec 000: exactly the model_list aliases, in the compatible list format. */
+export function models(ctx: FrontContext, ex: Exchange): void {
+  sendJson(ex, 200, { object: 'list', data: uniqueAliases(ctx.config.routing.aliases).map((alias) => modelObject(ctx, alias)) });
+}
+
+/** CONTRACT.md: `GET /v1/models/{model}`, one alias as `GET /v1/models` lists it (the SDKs' `models.retrieve`). */
+export function model(ctx: FrontContext, ex: Exchange, req: HttpRequest): void {
+  const found = aliasOfPath(ctx, ex, req);
+  if (found) sendJson(ex, 200, modelObject(ctx, found));
+}
+
+function modelObject(ctx: FrontContext, { route }: { route: AliasRoute }) {
+  return { id: route.alias, object: 'model', created: Math.floor(ctx.counters.startedAt / 1000), owned_by: route.provider };
+}
+
+/** The alias named by the route's `{model}` segment, or null once the 404 is sent. */
+function aliasOfPath(ctx: FrontContext, ex: Exchange, req: HttpRequest): { route: AliasRoute; deployments: number } | null {
   let alias: string;
   try {
     alias = decodeURIComponent(req.getParameter(0));
   } catch {
     sendError(ex, 'model_not_found', 'the alias is not validly percent-encoded');
-    return;
+    return null;
   }
   const found = uniqueAliases(ctx.config.routing.aliases).find((a) => a.route.alias === alias);
   if (!found) sendError(ex, 'model_not_found', 'no configured alias has this name');
-  else sendJson(ex, 200, modelStatus(found));
-}
-
-/** spec 000: exactly the model_list aliases, in the compatible list format. */
-export function models(ctx: FrontContext, ex: Exchange): void {
-  const created = Math.floor(ctx.counters.startedAt / 1000);
-  sendJson(ex, 200, {
-    object: 'list',
-    data: uniqueAliases(ctx.config.routing.aliases).map(({ route }) => ({ id: route.alias, object: 'model', created, owned_by: route.provider })),
-  });
+  return found ?? null;
 }
 
 /** Prometheus text; gauges read the gateway's state at scrape (src/metrics/registry.ts). */

@@ -13,6 +13,7 @@ import { HEALTH_DEFAULTS } from './settings.js';
 import { alwaysDegraded, alwaysHealthy, optionalCheck } from './test-checks.js';
 import { Health, httpStatusOf, overallStatus, type CheckResult, type HealthCheck, type HealthReport, type HealthStatus, type ModuleHealth } from './types.js';
 import * as toolkit from './index.js';
+import * as testing from './test-checks.js';
 
 const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,3})?Z$/;
 
@@ -69,9 +70,13 @@ describe('the check contract', () => {
     return registry.checkReadiness().then((report) => expect(report.checks.map((c) => c.name)).toEqual(['plain']));
   });
 
-  it('the toolkit entry point exports the contract', () => {
-    for (const name of ['Health', 'HealthRegistry', 'registerModules', 'alwaysHealthy', 'alwaysDegraded', 'optionalCheck', 'healthSettingsFromEnv', 'ProbeCache', 'overallStatus', 'httpStatusOf']) {
+  it('the toolkit entry point exports the contract, and its test checks only from the testing entry', () => {
+    for (const name of ['Health', 'HealthRegistry', 'registerModules', 'healthSettingsFromEnv', 'ProbeCache', 'overallStatus', 'httpStatusOf']) {
       expect(toolkit, name).toHaveProperty(name);
+    }
+    for (const name of ['alwaysHealthy', 'alwaysDegraded', 'optionalCheck']) {
+      expect(toolkit, name).not.toHaveProperty(name);
+      expect(testing, name).toHaveProperty(name);
     }
     expect(toolkit.SLOW_CHECK_MS).toBe(3_000);
     expect(toolkit.STARTUP_CHECK).toBe('startup');
