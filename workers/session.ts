@@ -74,7 +74,7 @@ export class WorkerSession {
       const request = toParsedRequest(frame.op, json);
       const target = router.resolve(request.model);
       sink.labels = target.labels;
-      if (target.upstream.credentials === 'missing') throw new GatewayError('credentials_missing');
+      if (target.upstream.credentials.kind === 'missing') throw new GatewayError('credentials_missing');
       request.body.model = target.upstream.upstreamModel;
       await PROVIDERS[target.upstream.provider].call(
         { op: frame.op, upstream: target.upstream, body: request.body, stream: request.stream, requestId: frame.requestId, maxResponseBytes: router.maxResponseBytes, control: call.control, flow: call.flow },

@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { parse as parseYaml, YAMLParseError } from 'yaml';
 import { z } from 'zod';
-import type { AliasRoute, RoutingConfig, RuleRoute, Timeouts, MockSettings } from '../../protocol/config.js';
+import type { AliasRoute, Credentials, RoutingConfig, RuleRoute, Timeouts, MockSettings } from '../../protocol/config.js';
 import { PROVIDER_INFO, isProviderName, type ProviderName } from '../../protocol/providers.js';
 import { configFileSchema, unsupportedKeys, type ParamsInput } from './schema.js';
 import { availableCpus } from './cpu-limit.js';
@@ -190,31 +190,38 @@ export function parseConfig(text: string, source: string, env: Env = process.env
 }
 
 function resolveUpstream(provider: ProviderName, params: Partial<ParamsInput>, env: Env): Omit<AliasRoute, 'alias' | 'upstreamModel'> {
-  const info = PROVIDER_INFO[provider];
-  const key = resolveKey(params.api_key, env);
-  const credentials = !info.needsKey ? 'not_required' : key.value ? 'present' : 'missing';
-  const apiBase = info.defaultApiBase === null ? null : (params.api_base ?? info.defaultApiBase).replace(/\/+$/, '');
+  const { defaultApiBase } = PROVIDER_INFO[provider];
+  const apiBase = defaultApiBase === null ? null : (params.api_base ?? defaultApiBase).replace(/\/+$/, '');
   return {
     provider,
     apiBase,
-    apiKey: key.value,
-    credentials,
-    credentialsSource: key.source,
+    credentials: resolveCredentials(provider, params.api_key, apiBase, env),
     timeouts: resolveTimeouts(params),
     mock: resolveMock(params),
   };
 }
 
 const ENV_REF = 'os.environ/';
+const NOT_REQUIRED: Credentials = Object.freeze({ kind: 'not_required' });
 
-function resolveKey(apiKey: string | undefined, env: Env): { value: string | null; source: string | null } {
-  if (apiKey === undefined) return { value: null, source: null };
-  if (apiKey.startsWith(ENV_REF)) {
-    const name = apiKey.slice(ENV_REF.length);
-    const value = env[name];
-    return { value: value ? value : null, source: name };
-  }
-  return { value: apiKey, source: 'literal' };
+/**
+ * CONTRACT.md, Config file: an `api_key` is a literal or `os.environ/NAME`
+ * (missing while NAME is unset or empty). With none, a provider at its
+ * hosted default base URL reads its usual variable, and one at a base URL
+ * of its own (a self-hosted vLLM, TGI, Ollama or LM Studio) is called
+ * without credentials.
+ */
+function resolveCredentials(provider: ProviderName, apiKey: string | undefined, apiBase: string | null, env: Env): Credentials {
+  const { keyVariable, defaultApiBase } = PROVIDER_INFO[provider];
+  if (keyVariable === null) return NOT_REQUIRED;
+  if (apiKey === undefined) return apiBase === defaultApiBase ? fromVariable(keyVariable, env) : NOT_REQUIRED;
+  if (apiKey.startsWith(ENV_REF)) return fromVariable(apiKey.slice(ENV_REF.length), env);
+  return Object.freeze({ kind: 'key', key: apiKey, source: 'literal' });
+}
+
+function fromVariable(variable: string, env: Env): Credentials {
+  const key = env[variable];
+  return Object.freeze(key ? { kind: 'key', key, source: variable } : { kind: 'missing', variable });
 }
 
 function resolveTimeouts(params: Partial<ParamsInput>): Timeouts {

@@ -8,6 +8,7 @@ import type { AliasRoute } from '../../protocol/config.js';
 import { httpStatusOf } from '../health/types.js';
 import { VERSION } from '../../protocol/version.js';
 import type { FrontContext } from './context.js';
+import type { ModelStatus } from './status-schemas.js';
 import { send, sendError, sendJson, type Exchange } from './http.js';
 
 /** spec 000, Health object; CONTRACT.md: the same body on /health/live and /health/liveliness. */
@@ -80,15 +81,16 @@ function uniqueAliases(aliases: readonly AliasRoute[]): Array<{ route: AliasRout
 }
 
 /** Never the key itself: only whether it is there and where it comes from. */
-function modelStatus({ route, deployments }: { route: AliasRoute; deployments: number }) {
+function modelStatus({ route, deployments }: { route: AliasRoute; deployments: number }): ModelStatus {
+  const { credentials } = route;
   return {
     alias: route.alias,
     provider: route.provider,
     upstream_model: route.upstreamModel,
     api_base: route.apiBase,
-    credentials: route.credentials,
-    credentials_source: route.credentialsSource,
-    routable: route.credentials !== 'missing',
+    credentials: credentials.kind === 'key' ? 'present' : credentials.kind,
+    credentials_source: credentials.kind === 'key' ? credentials.source : credentials.kind === 'missing' ? credentials.variable : null,
+    routable: credentials.kind !== 'missing',
     deployments,
   };
 }
