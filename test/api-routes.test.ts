@@ -12,6 +12,7 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { ROUTES, methodsByPath, type RouteSpec } from '../src/front/routes.js';
 import { VERSION } from '../protocol/version.js';
+import { availableCpus } from '../src/config/cpu-limit.js';
 import { startTestGateway, TEST_KEY, UPSTREAM_KEY, useGateway, type TestGateway } from './support/gateway.js';
 
 // ───────────────────────── helpers ─────────────────────────
@@ -529,6 +530,8 @@ describe('/status', () => {
     expect(s0.models_configured).toBe(DEFAULT_ALIASES.length);
     expect(s0.uws_native).toBe(true);
     expect(s0.workers).toBe(2);
+    // The test gateway sets GATEWAY_WORKERS=2 (test/support/gateway.ts): the mode names it.
+    expect(s0.worker_mode).toEqual({ workers: 2, reason: 'env', cpus: availableCpus(), description: '2 workers: GATEWAY_WORKERS' });
     for (const k of ['total', 'success', 'client_errors', 'server_errors']) expect(Number.isInteger(s0.requests[k]), k).toBe(true);
 
     const ok = await chat(gw, 'up-chat');

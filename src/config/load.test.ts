@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError, DEFAULTS, loadConfig, parseConfig, type GatewayConfig } from './load.js';
 import { availableCpus } from './cpu-limit.js';
+import { workersForCpus } from './workers.js';
 
 const SOURCE = 'conf/gateway.yaml';
 
@@ -456,7 +457,7 @@ limits: { max_request_body_bytes: 1000, max_response_body_bytes: 2000 }
     expect(config.port).toBe(DEFAULTS.port);
     expect(config.host).toBe('0.0.0.0');
     expect(config.port).toBe(8080);
-    expect(config.workers).toBe(availableCpus());
+    expect(config.workerMode).toEqual({ workers: workersForCpus(availableCpus()), reason: 'cpus', cpus: availableCpus() });
     expect(config.maxRequestBodyBytes).toBe(8 * 1024 * 1024);
     expect(config.routing.maxResponseBodyBytes).toBe(64 * 1024 * 1024);
     expect(config.logLevel).toBe('info');
@@ -466,7 +467,7 @@ limits: { max_request_body_bytes: 1000, max_response_body_bytes: 2000 }
     const config = parseConfig(fileWithServer, SOURCE, { GATEWAY_API_KEY: 'gw' });
     expect(config.host).toBe('10.1.2.3');
     expect(config.port).toBe(9001);
-    expect(config.workers).toBe(3);
+    expect(config.workerMode).toEqual({ workers: 3, reason: 'config', cpus: availableCpus() });
     expect(config.maxRequestBodyBytes).toBe(1000);
     expect(config.routing.maxResponseBodyBytes).toBe(2000);
   });
@@ -483,7 +484,7 @@ limits: { max_request_body_bytes: 1000, max_response_body_bytes: 2000 }
     });
     expect(config.host).toBe('127.0.0.1');
     expect(config.port).toBe(7000);
-    expect(config.workers).toBe(5);
+    expect(config.workerMode).toEqual({ workers: 5, reason: 'env', cpus: availableCpus() });
     expect(config.maxRequestBodyBytes).toBe(111);
     expect(config.routing.maxResponseBodyBytes).toBe(222);
     expect(config.logLevel).toBe('debug');
@@ -526,8 +527,8 @@ limits: { max_request_body_bytes: 1000, max_response_body_bytes: 2000 }
   });
 
   it('GATEWAY_WORKERS=0 is valid: provider calls run inline on the front thread', () => {
-    expect(parseConfig('', SOURCE, { GATEWAY_API_KEY: 'gw', GATEWAY_WORKERS: '0' }).workers).toBe(0);
-    expect(parseConfig('server: { workers: 0 }', SOURCE, { GATEWAY_API_KEY: 'gw' }).workers).toBe(0);
+    expect(parseConfig('', SOURCE, { GATEWAY_API_KEY: 'gw', GATEWAY_WORKERS: '0' }).workerMode).toMatchObject({ workers: 0, reason: 'env' });
+    expect(parseConfig('server: { workers: 0 }', SOURCE, { GATEWAY_API_KEY: 'gw' }).workerMode).toMatchObject({ workers: 0, reason: 'config' });
   });
 
   it('a blank (whitespace-only) PORT is rejected, not turned into port 0', () => {

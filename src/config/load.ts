@@ -11,6 +11,7 @@ import type { AliasRoute, Credentials, RoutingConfig, RuleRoute, Timeouts, MockS
 import { PROVIDER_INFO, isProviderName, type ProviderName } from '../../protocol/providers.js';
 import { configFileSchema, unsupportedKeys, type ParamsInput } from './schema.js';
 import { availableCpus } from './cpu-limit.js';
+import { chooseWorkers, type WorkerMode } from './workers.js';
 import { DEMO_CONFIG_YAML } from './demo.js';
 import { HealthSettingsError, healthSettingsFromEnv } from '../health/settings.js';
 
@@ -42,7 +43,8 @@ export interface GatewayConfig {
   readonly source: string;
   readonly host: string;
   readonly port: number;
-  readonly workers: number;
+  /** Worker threads, and why that many (src/config/workers.ts). */
+  readonly workerMode: WorkerMode;
   readonly maxRequestBodyBytes: number;
   readonly streamKeepaliveMs: number;
   /** Provider requests in flight past which new ones get 503 `overloaded` (with Retry-After). */
@@ -174,7 +176,7 @@ export function parseConfig(text: string, source: string, env: Env = process.env
     source,
     host: e.HOST ?? file.server?.host ?? DEFAULTS.host,
     port: e.PORT ?? file.server?.port ?? DEFAULTS.port,
-    workers: e.GATEWAY_WORKERS ?? file.server?.workers ?? availableCpus(),
+    workerMode: chooseWorkers(e.GATEWAY_WORKERS, file.server?.workers, availableCpus()),
     maxRequestBodyBytes: e.GATEWAY_MAX_BODY_BYTES ?? file.limits?.max_request_body_bytes ?? DEFAULTS.maxRequestBodyBytes,
     streamKeepaliveMs: file.server?.stream_keepalive_interval !== undefined ? file.server.stream_keepalive_interval * 1000 : DEFAULTS.streamKeepaliveMs,
     maxInFlight: e.GATEWAY_MAX_IN_FLIGHT ?? file.server?.max_in_flight ?? DEFAULTS.maxInFlight,

@@ -7,6 +7,7 @@ import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import type { AliasRoute } from '../../protocol/config.js';
 import { httpStatusOf } from '../health/types.js';
 import { VERSION } from '../../protocol/version.js';
+import { workerModeReport } from '../config/workers.js';
 import type { FrontContext } from './context.js';
 import type { ModelStatus } from './status-schemas.js';
 import { send, sendError, sendJson, type Exchange } from './http.js';
@@ -53,6 +54,7 @@ export function status(ctx: FrontContext, ex: Exchange): void {
     uptime_seconds: Math.round((Date.now() - c.startedAt) / 1000),
     uws_native: ctx.uwsNative,
     workers: pool.workers,
+    worker_mode: workerModeReport(ctx.config.workerMode),
     worker_restarts: pool.restarts,
     models_configured: uniqueAliases(ctx.config.routing.aliases).length,
     route_rules: ctx.config.routing.rules.length,
