@@ -5,6 +5,8 @@
  */
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import type { AliasRoute } from '../../protocol/config.js';
+import { groupsOf, type GroupSpec } from '../../protocol/routing-groups.js';
+import type { DeploymentStates } from '../../protocol/deployment-state.js';
 import { httpStatusOf } from '../health/types.js';
 import { VERSION } from '../../protocol/version.js';
 import type { FrontContext } from './context.js';
@@ -53,7 +55,7 @@ export function status(ctx: FrontContext, ex: Exchange): void {
     uws_native: ctx.uwsNative,
     workers: pool.workers,
     worker_restarts: pool.restarts,
-    models_configured: uniqueAliases(ctx.config.routing.aliases).length,
+    models_configured: groupsOf(ctx.config.routing).size,
     route_rules: ctx.config.routing.rules.length,
     config_version: ctx.config.routing.version,
     requests: {
@@ -68,19 +70,13 @@ export function status(ctx: FrontContext, ex: Exchange): void {
   });
 }
 
-/** One entry per alias; an alias with several deployments reports the first and how many there are. */
-function uniqueAliases(aliases: readonly AliasRoute[]): Array<{ route: AliasRoute; deployments: number }> {
-  const byAlias = new Map<string, { route: AliasRoute; deployments: number }>();
-  for (const route of aliases) {
-    const seen = byAlias.get(route.alias);
-    if (seen) seen.deployments++;
-    else byAlias.set(route.alias, { route, deployments: 1 });
-  }
-  return [...byAlias.values()];
-}
-
-/** Never the key itself: only whether it is there and where it comes from. */
-function modelStatus({ route, deployments }: { route: AliasRoute; deployments: number }) {
+/**
+ * Never the key itself: only whether it is there and where it comes from. The alias-level fields
+ * describe its first deployment; `deployments` lists every one with its live routing state.
+ */
+function modelStatus(group: GroupSpec, ctx: FrontContext, now: number) {
+  const route = group.deployments[0] as AliasRoute;
+  const states = ctx.deployments.states;
   return {
     alias: route.alias,
     provider: route.provider,
@@ -88,13 +84,35 @@ function modelStatus({ route, deployments }: { route: AliasRoute; deployments: n
     api_base: route.apiBase,
     credentials: route.credentials,
     credentials_source: route.credentialsSource,
-    routable: route.credentials !== 'missing',
-    deployments,
+    routable: group.deployments.some((d) => d.credentials !== 'missing'),
+    routing_strategy: ctx.config.routing.router.strategy,
+    fallbacks: group.fallbacks,
+    deployments: group.deployments.map((d, i) => deploymentStatus(d, group.slots[i] as number, states, now)),
+  };
+}
+
+function deploymentStatus(d: AliasRoute, slot: number, states: DeploymentStates, now: number) {
+  const s = states.snapshot(slot, now);
+  return {
+    id: d.id,
+    provider: d.provider,
+    upstream_model: d.upstreamModel,
+    // The origin only: a path can carry a tenant or a token.
+    api_base: d.apiBase === null ? null : new URL(d.apiBase).origin,
+    weight: d.weight,
+    order: d.order,
+    state: s.state,
+    cooldown_remaining_ms: s.cooldownRemainingMs,
+    in_flight: s.inFlight,
+    latency_ewma_ms: s.latencyEwmaMs === null ? null : Math.round(s.latencyEwmaMs * 100) / 100,
+    failures_last_minute: s.failuresLastMinute,
+    last_error: s.lastError,
   };
 }
 
 export function statusModels(ctx: FrontContext, ex: Exchange): void {
-  sendJson(ex, 200, { object: 'list', data: uniqueAliases(ctx.config.routing.aliases).map(modelStatus) });
+  const now = Date.now();
+  sendJson(ex, 200, { object: 'list', data: [...groupsOf(ctx.config.routing).values()].map((group) => modelStatus(group, ctx, now)) });
 }
 
 export function statusModel(ctx: FrontContext, ex: Exchange, req: HttpRequest): void {
@@ -105,9 +123,9 @@ export function statusModel(ctx: FrontContext, ex: Exchange, req: HttpRequest): 
     sendError(ex, 'model_not_found', 'the alias is not validly percent-encoded');
     return;
   }
-  const found = uniqueAliases(ctx.config.routing.aliases).find((a) => a.route.alias === alias);
-  if (!found) sendError(ex, 'model_not_found', 'no configured alias has this name');
-  else sendJson(ex, 200, modelStatus(found));
+  const group = groupsOf(ctx.config.routing).get(alias);
+  if (!group) sendError(ex, 'model_not_found', 'no configured alias has this name');
+  else sendJson(ex, 200, modelStatus(group, ctx, Date.now()));
 }
 
 /** spec 000: exactly the model_list aliases, in the compatible list format. */
@@ -115,7 +133,7 @@ export function models(ctx: FrontContext, ex: Exchange): void {
   const created = Math.floor(ctx.counters.startedAt / 1000);
   sendJson(ex, 200, {
     object: 'list',
-    data: uniqueAliases(ctx.config.routing.aliases).map(({ route }) => ({ id: route.alias, object: 'model', created, owned_by: route.provider })),
+    data: [...groupsOf(ctx.config.routing).values()].map(({ name, deployments }) => ({ id: name, object: 'model', created, owned_by: (deployments[0] as AliasRoute).provider })),
   });
 }
 
