@@ -112,7 +112,7 @@ export function enableTransferInNewIsolates(): void {
  * in an isolate without it, such as a Node 20 front thread). Why:
  * Node reads every socket into a buffer of its own, and V8 collects young
  * buffers only once they add up to 32 MB, so a worker reading embeddings
- * answers held up to 64 MB of them in its malloc arena (docs/OPERATIONS.md).
+ * answers held up to 64 MB of them in its malloc arena (docs/PERFORMANCE.md).
  * Only for buffers the caller owns outright and no one reads again: undici's
  * reads of an upstream body, the front's collected request body.
  */

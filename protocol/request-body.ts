@@ -69,6 +69,8 @@ export function plainChat(body: Record<string, unknown>): boolean {
 /** Text input only; token arrays take the schema's path. */
 export function plainEmbeddings(body: Record<string, unknown>): boolean {
   if (!nonEmptyString(body.model)) return false;
+  const format = body.encoding_format;
+  if (format !== undefined && format !== 'float' && format !== 'base64') return false;
   const input = body.input;
   if (typeof input === 'string') return true;
   if (!Array.isArray(input) || input.length === 0) return false;

@@ -38,6 +38,7 @@ const embeddingsBody = fc.record(
       w(fc.array(fc.array(token, { maxLength: 3 }), { maxLength: 2 }), 2),
       w(anyJson, 1),
     ),
+    encoding_format: fc.oneof(w(fc.constantFrom('float', 'base64'), 4), w(anyJson, 1)),
   },
   { requiredKeys: ['model', 'input'] },
 );
@@ -76,6 +77,7 @@ describe('hand-written request checks', () => {
     const enc = (v: unknown) => new TextEncoder().encode(JSON.stringify(v));
     // token arrays: not taken by the hand check, accepted by the schema
     expect(plainEmbeddings({ model: 'm', input: [1, 2, 3] })).toBe(false);
+    expect(() => parseRequest('embeddings', enc({ model: 'm', input: 'x', encoding_format: 'int8' }))).toThrow(/"encoding_format"/);
     expect(parseRequest('embeddings', enc({ model: 'm', input: [[1, 2], [3]] })).model).toBe('m');
     // wrong types: refused with the schema's wording
     expect(() => parseRequest('chat', enc({ model: 'm', messages: [{ role: 'user' }], stream: 'yes' }))).toThrow(/"stream"/);

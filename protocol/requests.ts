@@ -28,6 +28,8 @@ const tokens = z.array(z.number().int().nonnegative());
 export const embeddingsRequestSchema = z.looseObject({
   model: z.string().min(1),
   input: z.union([z.string(), z.array(z.string()).min(1), tokens.min(1), z.array(tokens).min(1)]),
+  /** The `openai` SDK asks for base64 when its caller names none (CONTRACT.md, HTTP). */
+  encoding_format: z.enum(['float', 'base64']).optional(),
 });
 
 /** Checks a body the hand checks did not pass; throws the `invalid_request` that names the first problem. */
@@ -63,7 +65,6 @@ export const embeddingsResponseSchema = z.looseObject({
   usage: z.looseObject({ prompt_tokens: z.number().int(), total_tokens: z.number().int() }).optional(),
 });
 
-export const modelListSchema = z.object({
-  object: z.literal('list'),
-  data: z.array(z.object({ id: z.string(), object: z.literal('model'), created: z.number().int(), owned_by: z.string() })),
-});
+export const modelSchema = z.object({ id: z.string(), object: z.literal('model'), created: z.number().int(), owned_by: z.string() });
+
+export const modelListSchema = z.object({ object: z.literal('list'), data: z.array(modelSchema) });

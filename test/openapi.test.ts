@@ -38,6 +38,7 @@ const OK_CONTENT: Record<RouteKind, Record<string, string | null>> = {
   chat: { 'application/json': 'ChatCompletion', 'text/event-stream': null },
   embeddings: { 'application/json': 'EmbeddingList' },
   models: { 'application/json': 'ModelList' },
+  model: { 'application/json': 'Model' },
   live: { 'application/json': 'Health' },
   health: { 'application/json': 'HealthReport' },
   ready: { 'application/json': 'HealthReport' },

@@ -116,25 +116,38 @@ export function statusModels(ctx: FrontContext, ex: Exchange): void {
 }
 
 export function statusModel(ctx: FrontContext, ex: Exchange, req: HttpRequest): void {
+  const found = aliasOfPath(ctx, ex, req);
+  if (found) sendJson(ex, 200, modelStatus(found, ctx, Date.now()));
+}
+
+/** spec 000: exactly the model_list aliases, in the compatible list format. */
+export function models(ctx: FrontContext, ex: Exchange): void {
+  sendJson(ex, 200, { object: 'list', data: [...groupsOf(ctx.config.routing).values()].map((group) => modelObject(ctx, group)) });
+}
+
+/** CONTRACT.md: `GET /v1/models/{model}`, one alias as `GET /v1/models` lists it (the SDKs' `models.retrieve`). */
+export function model(ctx: FrontContext, ex: Exchange, req: HttpRequest): void {
+  const found = aliasOfPath(ctx, ex, req);
+  if (found) sendJson(ex, 200, modelObject(ctx, found));
+}
+
+/** An alias's owner is its first deployment's provider. */
+function modelObject(ctx: FrontContext, group: GroupSpec) {
+  return { id: group.name, object: 'model', created: Math.floor(ctx.counters.startedAt / 1000), owned_by: (group.deployments[0] as AliasRoute).provider };
+}
+
+/** The alias named by the route's `{model}` segment, or null once the 404 is sent. */
+function aliasOfPath(ctx: FrontContext, ex: Exchange, req: HttpRequest): GroupSpec | null {
   let alias: string;
   try {
     alias = decodeURIComponent(req.getParameter(0));
   } catch {
     sendError(ex, 'model_not_found', 'the alias is not validly percent-encoded');
-    return;
+    return null;
   }
-  const group = groupsOf(ctx.config.routing).get(alias);
-  if (!group) sendError(ex, 'model_not_found', 'no configured alias has this name');
-  else sendJson(ex, 200, modelStatus(group, ctx, Date.now()));
-}
-
-/** spec 000: exactly the model_list aliases, in the compatible list format. */
-export function models(ctx: FrontContext, ex: Exchange): void {
-  const created = Math.floor(ctx.counters.startedAt / 1000);
-  sendJson(ex, 200, {
-    object: 'list',
-    data: [...groupsOf(ctx.config.routing).values()].map(({ name, deployments }) => ({ id: name, object: 'model', created, owned_by: (deployments[0] as AliasRoute).provider })),
-  });
+  const found = groupsOf(ctx.config.routing).get(alias);
+  if (!found) sendError(ex, 'model_not_found', 'no configured alias has this name');
+  return found ?? null;
 }
 
 /** Prometheus text; gauges read the gateway's state at scrape (src/metrics/registry.ts). */

@@ -5,7 +5,7 @@
  */
 
 import { z, type ZodType } from 'zod';
-import { chatRequestSchema, chatResponseSchema, embeddingsRequestSchema, embeddingsResponseSchema, modelListSchema } from '../../protocol/requests.js';
+import { chatRequestSchema, chatResponseSchema, embeddingsRequestSchema, embeddingsResponseSchema, modelListSchema, modelSchema } from '../../protocol/requests.js';
 import { gatewayStatusSchema, modelStatusListSchema, modelStatusSchema } from './status-schemas.js';
 
 export type HttpMethod = 'GET' | 'POST';
@@ -18,6 +18,7 @@ export type RouteKind =
   | 'chat'
   | 'embeddings'
   | 'models'
+  | 'model'
   | 'live'
   | 'ready'
   | 'health'
@@ -101,6 +102,14 @@ export const ROUTES: readonly RouteSpec[] = [
     kind: 'models',
     summary: 'The configured model_list aliases',
     tool: { name: 'list_models', description: 'Lists the model aliases callers may send as "model".', scopes: ['models:read'], effect: 'read', idempotent: true, enqueuesJob: false, input: noInput, output: modelListSchema },
+  },
+  {
+    method: 'GET',
+    path: '/v1/models/{model}',
+    auth: 'bearer',
+    kind: 'model',
+    summary: 'One alias in the compatible model format',
+    tool: { name: 'retrieve_model', description: 'Returns one configured model alias, or 404 when no alias has the name.', scopes: ['models:read'], effect: 'read', idempotent: true, enqueuesJob: false, input: z.object({ model: z.string().min(1) }), output: modelSchema },
   },
   { method: 'GET', path: '/health/live', auth: 'none', kind: 'live', summary: 'Liveness: the process answers; runs no checks' },
   { method: 'GET', path: '/health/liveliness', auth: 'none', kind: 'live', summary: 'Liveness (LiteLLM-compatible path); runs no checks' },

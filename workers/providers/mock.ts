@@ -75,11 +75,13 @@ function embeddings(call: ProviderCall): { body: string; usage: Usage } {
   const inputs: unknown[] = Array.isArray(raw) ? raw : [raw];
   const requested = call.body.dimensions;
   const dims = typeof requested === 'number' && Number.isInteger(requested) && requested > 0 && requested <= 65_536 ? requested : call.upstream.mock.embeddingDimensions;
+  const base64 = call.body.encoding_format === 'base64';
   let tokens = 0;
   const data = inputs.map((input, index) => {
     const text = typeof input === 'string' ? input : JSON.stringify(input);
     tokens += countTokens(text);
-    return { object: 'embedding', index, embedding: vector(text, dims) };
+    const values = vector(text, dims);
+    return { object: 'embedding', index, embedding: base64 ? float32Base64(values) : values };
   });
   const usage = { prompt: tokens, completion: 0 };
   return { body: JSON.stringify({ object: 'list', data, model: call.upstream.upstreamModel, usage: { prompt_tokens: tokens, total_tokens: tokens } }), usage };
@@ -101,6 +103,13 @@ function vector(text: string, dims: number): number[] {
   const scale = 1 / Math.sqrt(norm || 1);
   for (let i = 0; i < dims; i++) out[i] = Math.round((out[i] as number) * scale * 1e6) / 1e6;
   return out;
+}
+
+/** OpenAI's base64 form: the vector as little-endian float32, base64-encoded. */
+function float32Base64(values: readonly number[]): string {
+  const bytes = Buffer.alloc(values.length * 4);
+  values.forEach((value, i) => bytes.writeFloatLE(value, i * 4));
+  return bytes.toString('base64');
 }
 
 function promptText(messages: unknown): string {
