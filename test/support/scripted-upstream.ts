@@ -19,6 +19,8 @@ export type Step =
   | { readonly kind: 'ok'; readonly latencyMs?: number }
   /** This status with an OpenAI-style error body (or `body`), and Retry-After when given. */
   | { readonly kind: 'status'; readonly status: number; readonly retryAfter?: string; readonly body?: unknown; readonly latencyMs?: number }
+  /** 200 with this body as it is (a body that is not the compatible format, say). */
+  | { readonly kind: 'body'; readonly body: string }
   /** Reads the request, then resets the connection without a byte of answer. */
   | { readonly kind: 'reset-before-headers' }
   /** Streams: the head and the role chunk, then the connection is reset (before any content). */
@@ -198,6 +200,8 @@ async function startDeployment(name: string): Promise<ScriptedDeployment & { clo
           res.writeHead(step.status, headers);
           res.end(body);
         });
+      case 'body':
+        return sendJson(res, step.body);
       case 'ok':
         return after(step.latencyMs ?? 0, () => {
           if (!alive()) return;
@@ -260,4 +264,15 @@ function streamEvents(model: string, name: string): string[] {
   const chunk = (delta: object, finish: string | null) =>
     `data: ${JSON.stringify({ id: `chatcmpl-${name}`, object: 'chat.completion.chunk', created: CREATED, model, choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
   return [chunk({ role: 'assistant', content: '' }, null), chunk({ content: 'from ' }, null), chunk({ content: name }, null), chunk({}, 'stop'), 'data: [DONE]\n\n'];
+}
+
+/**
+ * A `model_list` entry of `alias` served by `d`, with `d.name` as its deployment id; `extra` is more params
+ * (`, weight: 3, order: 2`).
+ */
+export function deploymentYaml(alias: string, d: ScriptedDeployment, extra = ''): string {
+  return `
+  - model_name: ${alias}
+    params: { model: openai/model-${d.name}, api_base: ${d.url}, api_key: sk-key-of-${d.name}${extra} }
+    model_info: { id: ${d.name} }`;
 }
