@@ -59,6 +59,8 @@ export interface ScriptedDeployment {
   /** The most requests it ever had in flight at once. */
   maxInFlight(): number;
   aborted(): number;
+  /** Resets every connection it has open now: an answer under way breaks off (counted done, not aborted). */
+  dropConnections(): void;
   /** Forgets the script, the default and the record. */
   reset(): void;
 }
@@ -111,6 +113,8 @@ async function startDeployment(name: string): Promise<ScriptedDeployment & { clo
   const timers = new Set<NodeJS.Timeout>();
   let open = 0;
   let peak = 0;
+  /** Answers under way: marked done before their connection is dropped on purpose. */
+  const underway = new Set<() => void>();
 
   const later = (ms: number, fn: () => void) => {
     const t = setTimeout(() => {
@@ -143,8 +147,13 @@ async function startDeployment(name: string): Promise<ScriptedDeployment & { clo
         if (how === 'aborted') record.aborted = true;
         else record.done = true;
       };
-      res.on('close', () => settle(res.writableFinished ? 'done' : 'aborted'));
-      answer(step, record, req, res, later, () => settle('done'));
+      const brokeOff = () => settle('done');
+      underway.add(brokeOff);
+      res.on('close', () => {
+        underway.delete(brokeOff);
+        settle(res.writableFinished ? 'done' : 'aborted');
+      });
+      answer(step, record, req, res, later, brokeOff);
     });
   });
   server.on('connection', (socket) => {
@@ -163,6 +172,10 @@ async function startDeployment(name: string): Promise<ScriptedDeployment & { clo
     inFlight: () => open,
     maxInFlight: () => peak,
     aborted: () => received.filter((r) => r.aborted).length,
+    dropConnections() {
+      for (const done of underway) done();
+      for (const s of sockets) s.resetAndDestroy();
+    },
     reset() {
       queue.length = 0;
       fallback = { kind: 'ok' };
