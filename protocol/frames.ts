@@ -145,8 +145,11 @@ export interface ProbedFrame {
 }
 
 /** A routing event for the front's log: a deployment began a cooldown, or a provider refused the gateway's credentials. */
-export interface NoticeFrame {
+export interface NoticeFrame extends RoutingNotice {
   readonly t: 'notice';
+}
+
+export interface RoutingNotice {
   readonly event: 'deployment_cooled' | 'upstream_auth_failed';
   readonly model: string;
   readonly deployment: string;

@@ -5,11 +5,11 @@
  * tried first while usable) and west (order 2); it falls back to `backup`
  * (south) and, for a prompt too long, to `long` (north).
  */
-import net from 'node:net';
 import OpenAI from 'openai';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { deploymentYaml, type Step } from './support/scripted-upstream.js';
 import { chat, deploymentStates, startRouted, type Routed } from './support/routing.js';
+import { freePort } from './support/start-command.js';
 
 const NAMES = ['east', 'west', 'south', 'north'];
 
@@ -56,7 +56,7 @@ describe('the failure table', () => {
     });
 
     it('a connect error (nothing listens) is retried on another deployment', async () => {
-      const dead = await closedPort();
+      const dead = await freePort();
       const local = await startRouted(['west'], (up) => `
 model_list:
   - model_name: chat
@@ -207,11 +207,3 @@ model_list:
     expect(answer.routing).toEqual({ deployment: 'south', attempts: '3', fallback: 'backup' });
   });
 });
-
-async function closedPort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}

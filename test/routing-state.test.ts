@@ -10,18 +10,16 @@ import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../src/config/load.js';
 import { TEST_KEY } from './support/gateway.js';
 import { deploymentYaml } from './support/scripted-upstream.js';
-import { chat, deploymentStates, startRouted, type Routed } from './support/routing.js';
+import { chat, deploymentStates, startRouted, withRouted, type Routed } from './support/routing.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-async function using(starting: Promise<Routed>, body: (r: Routed) => Promise<void>): Promise<void> {
-  const r = await starting;
-  try {
-    await body(r);
-  } finally {
-    await r.close();
-  }
-}
+/** chat (east, then west) falling back to spare. */
+const withSpare = () =>
+  startRouted(['east', 'west', 'spare'], (up) => `
+model_list:${deploymentYaml('chat', up.at('east'), ', order: 1')}${deploymentYaml('chat', up.at('west'), ', order: 2')}${deploymentYaml('spare', up.at('spare'))}
+router_settings: { fallbacks: [{ chat: [spare] }] }
+`);
 
 const pair = (router: string, extraEast = '', extraWest = '') => (up: Routed['up']) => `
 model_list:${deploymentYaml('chat', up.at('east'), `, order: 1${extraEast}`)}${deploymentYaml('chat', up.at('west'), `, order: 2${extraWest}`)}
@@ -30,7 +28,7 @@ router_settings: ${router}
 
 describe('cooldown, half-open and recovery', () => {
   it('a cooled deployment is half-open when its cooldown ends: exactly one call goes through; its success makes it healthy', () =>
-    using(startRouted(['east', 'west'], pair('{ allowed_fails: 1, cooldown_time: 0.3 }')), async ({ gw, up }) => {
+    withRouted(startRouted(['east', 'west'], pair('{ allowed_fails: 1, cooldown_time: 0.3 }')), async ({ gw, up }) => {
       up.at('east').script({ kind: 'status', status: 500 });
       expect((await chat(gw, 'chat')).routing).toEqual({ deployment: 'west', attempts: '2', fallback: null });
       expect((await deploymentStates(gw, 'chat')).east?.state).toBe('cooling_down');
@@ -49,7 +47,7 @@ describe('cooldown, half-open and recovery', () => {
     }));
 
   it("a failed trial cools it again at once; the trial's call still succeeds elsewhere", () =>
-    using(startRouted(['east', 'west'], pair('{ allowed_fails: 3, cooldown_time: 0.3 }')), async ({ gw, up }) => {
+    withRouted(startRouted(['east', 'west'], pair('{ allowed_fails: 3, cooldown_time: 0.3 }')), async ({ gw, up }) => {
       up.at('east').script({ kind: 'status', status: 429 });
       await chat(gw, 'chat');
       await sleep(350);
@@ -66,7 +64,7 @@ describe('cooldown, half-open and recovery', () => {
     }));
 
   it('a cooldown on one thread keeps the next picks on every thread off the deployment (GATEWAY_WORKERS=2)', () =>
-    using(startRouted(['east', 'west'], pair('{ cooldown_time: 30 }'), { workers: 2 }), async ({ gw, up }) => {
+    withRouted(startRouted(['east', 'west'], pair('{ cooldown_time: 30 }'), { workers: 2 }), async ({ gw, up }) => {
       up.at('east').script({ kind: 'status', status: 429 });
       await chat(gw, 'chat');
       // Slow answers, so the 20 calls are in flight together and the pool spreads them over both threads.
@@ -84,7 +82,7 @@ describe('cooldown, half-open and recovery', () => {
     }));
 
   it('GATEWAY_WORKERS=0 (inline) shares the same state: a 429 cools the deployment for the next call', () =>
-    using(startRouted(['east', 'west'], pair('{ cooldown_time: 30 }'), { workers: 0 }), async ({ gw, up }) => {
+    withRouted(startRouted(['east', 'west'], pair('{ cooldown_time: 30 }'), { workers: 0 }), async ({ gw, up }) => {
       up.at('east').script({ kind: 'status', status: 429 });
       expect((await chat(gw, 'chat')).routing.deployment).toBe('west');
       expect((await chat(gw, 'chat')).routing).toEqual({ deployment: 'west', attempts: '1', fallback: null });
@@ -95,7 +93,7 @@ describe('cooldown, half-open and recovery', () => {
 
 describe('the lone deployment and the 503', () => {
   it('a group of one deployment and no fallbacks is never cooled: every call reaches it, its failures reach the caller', () =>
-    using(
+    withRouted(
       startRouted(['solo'], (up) => `
 model_list:${deploymentYaml('solo', up.at('solo'))}
 router_settings: { allowed_fails: 1, num_retries: 0 }
@@ -109,7 +107,7 @@ router_settings: { allowed_fails: 1, num_retries: 0 }
     ));
 
   it('one deployment with a fallback group is cooled like any other', () =>
-    using(
+    withRouted(
       startRouted(['solo', 'spare'], (up) => `
 model_list:${deploymentYaml('solo', up.at('solo'))}${deploymentYaml('spare', up.at('spare'))}
 router_settings: { fallbacks: [{ solo: [spare] }] }
@@ -123,7 +121,7 @@ router_settings: { fallbacks: [{ solo: [spare] }] }
     ));
 
   it('every deployment of the group and its fallbacks cooling: 503 no_deployment_available at once, Retry-After to the soonest end', () =>
-    using(startRouted(['east', 'west'], pair('{ cooldown_time: 1 }')), async ({ gw, up }) => {
+    withRouted(startRouted(['east', 'west'], pair('{ cooldown_time: 1 }')), async ({ gw, up }) => {
       up.at('east').always({ kind: 'status', status: 429, retryAfter: '20' });
       up.at('west').always({ kind: 'status', status: 429, retryAfter: '5' });
       // The last failure while something could still be tried: the provider's 429.
@@ -141,7 +139,7 @@ router_settings: { fallbacks: [{ solo: [spare] }] }
 
 describe('bounds', () => {
   it('num_retries bounds the attempts over the group and its fallbacks', () =>
-    using(
+    withRouted(
       startRouted(['a', 'b', 'c', 'd'], (up) => `
 model_list:${deploymentYaml('chat', up.at('a'))}${deploymentYaml('chat', up.at('b'))}${deploymentYaml('chat', up.at('c'))}${deploymentYaml('spare', up.at('d'))}
 router_settings: { num_retries: 1, fallbacks: [{ chat: [spare] }] }
@@ -156,7 +154,7 @@ router_settings: { num_retries: 1, fallbacks: [{ chat: [spare] }] }
     ));
 
   it("router_settings.timeout bounds the whole request: 502 upstream_timeout, the attempt's upstream request aborted, no further attempt", () =>
-    using(startRouted(['east', 'west'], pair('{ timeout: 0.8 }')), async ({ gw, up }) => {
+    withRouted(startRouted(['east', 'west'], pair('{ timeout: 0.8 }')), async ({ gw, up }) => {
       up.at('east').always({ kind: 'hang' });
       const t0 = performance.now();
       const answer = await chat(gw, 'chat');
@@ -170,7 +168,7 @@ router_settings: { num_retries: 1, fallbacks: [{ chat: [spare] }] }
     }));
 
   it("the default timeout is the largest of the first group's deployments' timeouts; each attempt is bounded by what is left", () =>
-    using(startRouted(['east', 'west'], pair('{}', ', timeout: 0.4', ', timeout: 0.9')), async ({ gw, up }) => {
+    withRouted(startRouted(['east', 'west'], pair('{}', ', timeout: 0.4', ', timeout: 0.9')), async ({ gw, up }) => {
       up.at('east').always({ kind: 'hang' });
       up.at('west').always({ kind: 'hang' });
       const t0 = performance.now();
@@ -185,7 +183,7 @@ router_settings: { num_retries: 1, fallbacks: [{ chat: [spare] }] }
     }));
 
   it('retry_after spaces two attempts on the same deployment', () =>
-    using(
+    withRouted(
       startRouted(['solo'], (up) => `
 model_list:${deploymentYaml('solo', up.at('solo'))}
 router_settings: { retry_after: 0.4 }
@@ -203,11 +201,8 @@ router_settings: { retry_after: 0.4 }
 
 describe('a client that leaves', () => {
   it('during a retry: the attempt under way is aborted upstream and nothing further is tried', () =>
-    using(
-      startRouted(['east', 'west', 'spare'], (up) => `
-model_list:${deploymentYaml('chat', up.at('east'), ', order: 1')}${deploymentYaml('chat', up.at('west'), ', order: 2')}${deploymentYaml('spare', up.at('spare'))}
-router_settings: { fallbacks: [{ chat: [spare] }] }
-`),
+    withRouted(
+      withSpare(),
       async ({ gw, up }) => {
         up.at('east').script({ kind: 'status', status: 500 });
         up.at('west').always({ kind: 'hang' });
@@ -225,7 +220,7 @@ router_settings: { fallbacks: [{ chat: [spare] }] }
     ));
 
   it('while waiting retry_after: no further attempt', () =>
-    using(
+    withRouted(
       startRouted(['solo'], (up) => `
 model_list:${deploymentYaml('solo', up.at('solo'))}
 router_settings: { retry_after: 1 }
@@ -246,7 +241,7 @@ router_settings: { retry_after: 1 }
 
 describe('max_parallel_requests', () => {
   it('is never exceeded in the pod; past every cap the answer is 503 no_deployment_available', () =>
-    using(
+    withRouted(
       startRouted(['east', 'west'], (up) => `
 model_list:${deploymentYaml('chat', up.at('east'), ', max_parallel_requests: 2')}${deploymentYaml('chat', up.at('west'), ', max_parallel_requests: 3')}
 router_settings: { routing_strategy: least-busy }
@@ -273,7 +268,7 @@ router_settings: { routing_strategy: least-busy }
 
 describe('reload', () => {
   it('keeps the state of every deployment whose id survives; a new id starts fresh; in-flight counts stay coherent', () =>
-    using(startRouted(['east', 'west', 'south'], pair('{ cooldown_time: 60 }')), async ({ gw, up }) => {
+    withRouted(startRouted(['east', 'west', 'south'], pair('{ cooldown_time: 60 }')), async ({ gw, up }) => {
       up.at('east').script({ kind: 'status', status: 429 });
       await chat(gw, 'chat');
       up.at('west').always({ kind: 'hang' });
@@ -305,11 +300,8 @@ router_settings: { cooldown_time: 60 }
 
 describe('what shows', () => {
   it('metrics: deployment state, cooldowns, retries and fallbacks; access lines: deployment, attempts, fallback', () =>
-    using(
-      startRouted(['east', 'west', 'spare'], (up) => `
-model_list:${deploymentYaml('chat', up.at('east'), ', order: 1')}${deploymentYaml('chat', up.at('west'), ', order: 2')}${deploymentYaml('spare', up.at('spare'))}
-router_settings: { fallbacks: [{ chat: [spare] }] }
-`),
+    withRouted(
+      withSpare(),
       async ({ gw, up }) => {
         up.at('east').script({ kind: 'status', status: 429 });
         up.at('west').script({ kind: 'status', status: 500 });

@@ -7,20 +7,11 @@
  */
 import { describe, expect, it } from 'vitest';
 import { deploymentYaml } from './support/scripted-upstream.js';
-import { chat, startRouted, type Routed } from './support/routing.js';
-
-async function using(starting: Promise<Routed>, body: (r: Routed) => Promise<void>): Promise<void> {
-  const r = await starting;
-  try {
-    await body(r);
-  } finally {
-    await r.close();
-  }
-}
+import { chat, startRouted, withRouted } from './support/routing.js';
 
 describe('routing strategies', () => {
   it('simple-shuffle: shares by weight (3:1) within a binomial tolerance; a higher order takes nothing while the lower one can serve', () =>
-    using(
+    withRouted(
       startRouted(['heavy', 'light', 'reserve'], (up) => `
 model_list:${deploymentYaml('chat', up.at('heavy'), ', weight: 3')}${deploymentYaml('chat', up.at('light'), ', weight: 1')}${deploymentYaml('chat', up.at('reserve'), ', weight: 100, order: 2')}
 `),
@@ -36,7 +27,7 @@ model_list:${deploymentYaml('chat', up.at('heavy'), ', weight: 3')}${deploymentY
     ));
 
   it('least-busy: each call goes to the deployment with the fewest calls in flight in the pod, whichever thread picks', () =>
-    using(
+    withRouted(
       startRouted(['a', 'b', 'c'], (up) => `
 model_list:${deploymentYaml('chat', up.at('a'))}${deploymentYaml('chat', up.at('b'))}${deploymentYaml('chat', up.at('c'))}
 router_settings: { routing_strategy: least-busy }
@@ -58,7 +49,7 @@ router_settings: { routing_strategy: least-busy }
     ));
 
   it('latency-based-routing: a deployment with no sample is tried first, then the fastest takes the calls', () =>
-    using(
+    withRouted(
       startRouted(['fast', 'slow'], (up) => `
 model_list:${deploymentYaml('chat', up.at('slow'))}${deploymentYaml('chat', up.at('fast'))}
 router_settings: { routing_strategy: latency-based-routing }

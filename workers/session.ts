@@ -8,7 +8,7 @@
  */
 import { wholePayload, type ChannelEnd, type FrameSender, type Payload } from '../protocol/channel.js';
 import type { RoutingConfig } from '../protocol/config.js';
-import type { CallFrame, FromWorker, HeaderList, RouteLabels, ToWorker, Usage, WorkerState } from '../protocol/frames.js';
+import type { CallFrame, FromWorker, HeaderList, RouteLabels, RoutingNotice, ToWorker, Usage, WorkerState } from '../protocol/frames.js';
 import { DeploymentStates } from '../protocol/deployment-state.js';
 import { GatewayError, isErrorCode, type ErrorCode } from '../protocol/errors.js';
 import { ChurnMap } from '../protocol/churn-tables.js';
@@ -18,7 +18,7 @@ import { probeUpstream } from './probe.js';
 import { readRequestBody, toParsedRequest, type RequestBody } from '../protocol/request-body.js';
 import { Router, type Deployment } from './router.js';
 import { PROVIDERS } from './providers/index.js';
-import { routeCall, type ClientSink, type RoutingEnv, type RoutingNotice } from './routing/attempts.js';
+import { routeCall, type ClientSink, type RoutingEnv } from './routing/attempts.js';
 
 interface ActiveCall {
   readonly control: CallControl;

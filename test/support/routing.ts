@@ -26,6 +26,16 @@ export async function startRouted(names: readonly string[], yaml: (up: ScriptedU
   };
 }
 
+/** Runs `body` against a started gateway and its deployments, and closes both whatever happens. */
+export async function withRouted(starting: Promise<Routed>, body: (r: Routed) => Promise<void>): Promise<void> {
+  const r = await starting;
+  try {
+    await body(r);
+  } finally {
+    await r.close();
+  }
+}
+
 export interface Answer {
   readonly status: number;
   readonly headers: Headers;

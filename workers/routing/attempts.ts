@@ -27,7 +27,7 @@
 import type { RouterSettings } from '../../protocol/config.js';
 import { REFUSED, type DeploymentStates, type Reservation } from '../../protocol/deployment-state.js';
 import type { ErrorCode } from '../../protocol/errors.js';
-import type { HeaderList, Operation, RouteLabels } from '../../protocol/frames.js';
+import type { HeaderList, Operation, RouteLabels, RoutingNotice } from '../../protocol/frames.js';
 import { CallControl } from '../call-control.js';
 import type { Flow } from '../flow.js';
 import type { AttemptSink, ProviderAdapter, ProviderCall } from '../providers/adapter.js';
@@ -41,18 +41,6 @@ export interface ClientSink extends AttemptSink {
   fail(error: { code: ErrorCode; message: string }, headers: HeaderList): void;
   /** Who served the answer about to be sent (or was tried last), how many attempts it took, the fallback group if one served. */
   routed(deployment: string | null, attempts: number, fallback: string | null, labels: RouteLabels): void;
-}
-
-/** Something an operator should see in the log: a cooldown began, or a provider refused the gateway's key. */
-export interface RoutingNotice {
-  readonly event: 'deployment_cooled' | 'upstream_auth_failed';
-  readonly model: string;
-  readonly deployment: string;
-  readonly code: string;
-  readonly status: number;
-  readonly cooldownMs: number;
-  /** The provider's text, keys redacted (auth failures). */
-  readonly detail: string | null;
 }
 
 /** What the loop needs from its worker session. */
