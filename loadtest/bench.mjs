@@ -15,6 +15,8 @@
 //   BENCH_WARMUP_MS      warm-up of each long-running target per kind of load, default 1500
 //   BENCH_OUT            where the results go, default loadtest/RESULTS.md (test/stress/bench.test.ts
 //                        runs a short bench into a temporary file, so the committed run stays)
+//   BENCH_ONLY=routing   only the routing scenarios (docs/ROUTING.md), printed, nothing written: a smoke
+//                        run of them (`BENCH_ONLY=routing BENCH_SECONDS=1 BENCH_REPEATS=1 npm run bench`)
 //
 // Never accumulate or re-scan a child's stdout (the gateway logs every request): it is drained.
 import { spawn, execFileSync } from 'node:child_process';
@@ -28,6 +30,8 @@ import { run, hold } from './load.mjs';
 import { START_ARGS } from './start-args.mjs';
 
 const benchStarted = performance.now();
+/** BENCH_ONLY=routing: the routing scenarios alone. */
+const routingOnly = process.env.BENCH_ONLY === 'routing';
 const startedAt = new Date();
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const env = process.env;
@@ -85,6 +89,19 @@ const freePort = () => new Promise((resolve, reject) => {
   s.once('error', reject);
   s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
 });
+
+/** The routing scenarios' groups (least-busy for all: a one-deployment alias never reaches the strategy). */
+function routingYaml(base) {
+  const entry = (alias, path) => `  - model_name: ${alias}\n    params: { model: openai/bench-model, api_base: ${base}${path}/v1, api_key: upstream-key }\n`;
+  return [
+    ...Array.from({ length: 4 }, () => entry('bench-chat4', '')),
+    entry('bench-pair', ''),
+    entry('bench-pair', ''),
+    entry('bench-failover', ''),
+    entry('bench-failover', '/fail'),
+    'router_settings: { routing_strategy: least-busy }\n',
+  ].join('');
+}
 
 // ---------------------------------------------------------------- children
 const children = new Set();
@@ -179,7 +196,7 @@ writeFileSync(config, `model_list:
     params: { model: openai/bench-slow, api_base: ${upstreamBase}/slow/v1, api_key: upstream-key }
   - model_name: bench-paced
     params: { model: openai/bench-model, api_base: ${upstreamBase}/paced/v1, api_key: upstream-key }
-`);
+${routingYaml(upstreamBase)}`);
 const gatewayEnv = (workers, port) => ({ GATEWAY_CONFIG: config, GATEWAY_API_KEY: KEY, PORT: String(port), HOST: '127.0.0.1', GATEWAY_WORKERS: workers, LOG_LEVEL: 'info' });
 const servers = {
   '1 worker': (port) => ({ name: '1 worker', cpu: GATEWAY_CPU, args: START_ARGS, env: gatewayEnv('1', port), port, readyPath: '/ready' }),
@@ -195,7 +212,7 @@ const RELAY = 'bare relay';
 
 // ---------------------------------------------------------------- start to ready, idle RSS (fresh processes)
 const startup = Object.fromEntries(gatewayNames.map((n) => [n, { readyMs: [], idleMB: [] }]));
-for (let i = 0; i < repeats; i++) {
+for (let i = 0; i < (routingOnly ? 0 : repeats); i++) {
   for (const name of gatewayNames) {
     const s = await startServer(servers[name](await freePort()));
     await sleep(1000); // idle: started, one readiness probe answered, nothing else
@@ -241,6 +258,14 @@ const scenarios = [
   // the whole stream in one write); `upstreamPrefix` is where the direct path and Portkey find it.
   { key: 'streamPaced64', name: 'stream of 20 chunks written one by one, concurrency 64', path: '/v1/chat/completions', body: pacedBody, connections: 64, upstreamPrefix: '/paced' },
   { key: 'embed32', name: 'embeddings 16 inputs × 1536, concurrency 32', path: '/v1/embeddings', body: embedBody, connections: 32, calibrate: true },
+];
+
+/** The routing scenarios' requests: chat bodies naming the aliases `routingYaml` configures. */
+const ROUTING_SCENARIOS = [
+  { key: 'one', name: 'routing: chat c64, one deployment', body: chatBody },
+  { key: 'four', name: 'routing: chat c64, 4 deployments, least-busy', body: chatBody.replace('"bench-chat"', '"bench-chat4"') },
+  { key: 'pair', name: 'routing: chat c64, a healthy pair', body: chatBody.replace('"bench-chat"', '"bench-pair"') },
+  { key: 'failing', name: 'routing: chat c64, a pair with one deployment answering 500', body: chatBody.replace('"bench-chat"', '"bench-failover"') },
 ];
 
 const sorted = (xs) => xs.filter(Number.isFinite).sort((a, b) => a - b);
@@ -298,13 +323,13 @@ async function sampled(pid, fn) {
 // pod's are after its first seconds. Without it that scenario ran beside TurboFan: a perf profile of
 // one worker at concurrency 1, 2–5 s after start, had 15 % of the gateway's CPU in the compiler, and
 // 0.01 % at 9–12 s.
-for (const s of scenarios.filter((x) => x.connections > 1)) {
+for (const s of scenarios.filter((x) => x.connections > 1 && !routingOnly)) {
   for (const [name, t] of targetsOf(s)) await run({ ...loadOf(s, name, t), durationMs: WARMUP_MS_EACH, warmupMs: 0 });
 }
 
 // ---------------------------------------------------------------- throughput and latency scenarios
 const measured = {}; // key → target → [result]
-for (const s of scenarios) {
+for (const s of routingOnly ? [] : scenarios) {
   measured[s.key] = Object.fromEntries(targetsOf(s).map(([t]) => [t, []]));
   for (let i = 0; i < repeats; i++) {
     for (const [name, t] of targetsOf(s)) {
@@ -337,7 +362,7 @@ for (const s of scenarios) {
 // /health/live paced at one request per 5 ms and /metrics at one per 25 ms, each on its own
 // connection, while 64 connections run chat: what a kubelet and a scraper see under full load.
 const probes = Object.fromEntries(switchyardModes.map((n) => [n, []]));
-for (let i = 0; i < repeats; i++) {
+for (let i = 0; i < (routingOnly ? 0 : repeats); i++) {
   for (const name of switchyardModes) {
     const t = targets[name];
     const common = { url: t.url, durationMs: seconds * 1000 };
@@ -354,6 +379,48 @@ for (let i = 0; i < repeats; i++) {
 for (const name of switchyardModes) {
   const p = probes[name];
   console.log(`probes during chat c64 [${name}]: chat ${fmt(median(p.map((x) => x.chat.rps)))} req/s; /health/live p50/p99 ${fmt(us(median(p.map((x) => x.live.p50))))}/${fmt(us(median(p.map((x) => x.live.p99))))} µs; /metrics p50/p99 ${fmt(us(median(p.map((x) => x.metrics.p50))))}/${fmt(us(median(p.map((x) => x.metrics.p99))))} µs; errors ${p.reduce((n, x) => n + x.chat.errors + x.live.errors + x.metrics.errors, 0)}`);
+}
+
+// ---------------------------------------------------------------- routing (docs/ROUTING.md)
+// Back to back in each repeat and mode: chat c64 through the one-deployment alias, through four
+// deployments under least-busy, through a healthy pair, and through a pair whose second deployment
+// answers every call with 500 (its first allowed_fails failures fall in the warm-up; then it is
+// cooled, and half-open once per cooldown_time). Only Switchyard runs them: the others have no groups.
+const routing = Object.fromEntries(switchyardModes.map((n) => [n, Object.fromEntries(ROUTING_SCENARIOS.map((r) => [r.key, []]))]));
+// Warm-up: each group takes the load once first (and the failing deployment is cooled by its end).
+for (const name of switchyardModes) {
+  for (const r of ROUTING_SCENARIOS) await run({ url: targets[name].url, path: '/v1/chat/completions', body: r.body, headers: targets[name].headers, connections: 64, durationMs: WARMUP_MS_EACH, warmupMs: 0 });
+}
+for (let i = 0; i < repeats; i++) {
+  for (const name of switchyardModes) {
+    for (const r of ROUTING_SCENARIOS) {
+      const t = targets[name];
+      const cpu0 = cpuSeconds(t.pid);
+      const res = await run({ url: t.url, path: '/v1/chat/completions', body: r.body, headers: t.headers, connections: 64, durationMs: seconds * 1000 });
+      res.cpuPerReqUs = ((cpuSeconds(t.pid) - cpu0) * 1e6) / res.total;
+      routing[name][r.key].push(res);
+    }
+  }
+}
+const routingFigures = (name) => {
+  const m = routing[name];
+  return {
+    four: stats(m.four.map((r, i) => r.rps / m.one[i].rps)),
+    failover: stats(m.failing.map((r, i) => r.rps / m.pair[i].rps)),
+    failingErrors: m.failing.reduce((n, r) => n + r.errors, 0),
+    errors: m.one.concat(m.four, m.pair).reduce((n, r) => n + r.errors, 0),
+  };
+};
+for (const name of switchyardModes) {
+  const f = routingFigures(name);
+  for (const r of ROUTING_SCENARIOS) console.log(`${r.name} [${name}]: ${fmt(median(routing[name][r.key].map((x) => x.rps)))} req/s, CPU ${fmt(median(routing[name][r.key].map((x) => x.cpuPerReqUs)), 1)} µs/req, errors ${routing[name][r.key].reduce((n, x) => n + x.errors, 0)}`);
+  console.log(`routing [${name}]: 4 deployments ÷ 1: ${spread(f.four, 3)}× (goal ≥ 0.95); failing pair ÷ healthy pair: ${spread(f.failover, 3)}× (goal ≥ 0.9); client-visible errors with a failing deployment: ${f.failingErrors} (goal ≤ allowed_fails, 3)`);
+}
+if (routingOnly) {
+  for (const name of gatewayNames) await stopServer(gw[name]);
+  await stopServer(relay);
+  await stopServer(upstream);
+  process.exit(0);
 }
 
 // Peak RSS of the long-running gateways over everything they did (start, every scenario above).
@@ -547,6 +614,22 @@ function versusPeer(key, name) {
   }));
   return { rps: stats(g.map((r, i) => r.rps / pk[i].rps)), p50: addedRatio('p50'), p99: addedRatio('p99') };
 }
+function routingTable() {
+  const rows = ['| scenario | through | req/s | CPU per request | errors |', '|---|---|---|---|---|'];
+  for (const r of ROUTING_SCENARIOS) {
+    for (const name of switchyardModes) {
+      const m = routing[name][r.key];
+      rows.push(`| ${r.name} | ${name} | ${spread(stats(m.map((x) => x.rps)))} | ${spread(stats(m.map((x) => x.cpuPerReqUs)), 1)} µs | ${m.reduce((n, x) => n + x.errors, 0)} |`);
+    }
+  }
+  rows.push('', '| goal | ' + switchyardModes.join(' | ') + ' |', '|---|' + switchyardModes.map(() => '---|').join(''));
+  const f = Object.fromEntries(switchyardModes.map((n) => [n, routingFigures(n)]));
+  rows.push(`| 4 deployments ÷ 1 ≥ 0.95× | ${switchyardModes.map((n) => `${spread(f[n].four, 3)}× ${mark(f[n].four.med >= 0.95)}`).join(' | ')} |`);
+  rows.push(`| failing pair ÷ healthy pair ≥ 0.9× | ${switchyardModes.map((n) => `${spread(f[n].failover, 3)}× ${mark(f[n].failover.med >= 0.9)}`).join(' | ')} |`);
+  rows.push(`| client-visible errors with a failing deployment ≤ 3 | ${switchyardModes.map((n) => `${f[n].failingErrors} ${mark(f[n].failingErrors <= 3)}`).join(' | ')} |`);
+  return rows.join('\n');
+}
+
 const ratioCell = (st) => (Number.isFinite(st.med) ? `${fmt(st.min, 1)} / ${fmt(st.med, 1)} / ${fmt(st.max, 1)}×` : '—');
 const peerTable = !gw.portkey ? '' : [
   '| scenario | through | throughput ÷ Portkey\'s, min / med / max | Portkey\'s added p50 ÷ this one\'s | Portkey\'s added p99 ÷ this one\'s |',
@@ -673,6 +756,16 @@ threads waking each other (the miss above has both), then the upstream and the l
 ## Scenarios
 
 ${scenarioTable}
+
+## Routing (docs/ROUTING.md)
+
+Chat at concurrency 64 through Switchyard only, the four runs back to back in each repeat and mode:
+one deployment, four under least-busy, a healthy pair, and a pair whose second deployment answers
+every call with 500 (cooled after its first allowed_fails failures, which fall in the warm-up, then
+half-open once per cooldown_time). Goals: four deployments within 5 % of one; the failing pair at
+0.9× the healthy pair or better; no client-visible error beyond the first allowed_fails (3).
+
+${routingTable()}
 
 ${gw.portkey ? `## Versus Portkey's gateway (the peer)
 

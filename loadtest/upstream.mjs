@@ -8,6 +8,9 @@
 // first with the headers, then one per interval, `data: [DONE]` with the last. This holds many
 // streams open at once at a low event rate (the memory scenario of npm run bench).
 //
+// Failing: any request under /fail (POST /fail/v1/chat/completions) is answered 500, for the
+// routing scenario of npm run bench where one deployment of a pair fails every call.
+//
 // Paced streams: a stream request under /paced (POST /paced/v1/chat/completions) gets its 20 chunks
 // one per turn of the event loop, each in its own write, as a provider sends tokens as it makes
 // them; every other stream request gets all 20 in one write.
@@ -115,6 +118,10 @@ const app = uws.App();
 app.post('/v1/chat/completions', chatRoute(false));
 app.post('/slow/v1/chat/completions', chatRoute(true));
 app.post('/paced/v1/chat/completions', chatRoute(false, true));
+const failed = JSON.stringify({ error: { message: 'the bench upstream fails this deployment', type: 'server_error', code: null } });
+app.post('/fail/v1/chat/completions', (res) => {
+  readBody(res, () => res.cork(() => res.writeStatus('500 Internal Server Error').writeHeader('content-type', 'application/json').end(failed)));
+});
 app.post('/v1/embeddings', (res) => {
   readBody(res, () => res.cork(() => res.writeStatus('200 OK').writeHeader('content-type', 'application/json').end(embeddings)));
 });

@@ -58,8 +58,17 @@ export interface Upstream {
   readonly mock: MockSettings;
 }
 
+/** One `model_list` entry: a deployment of its alias (CONTRACT.md, Routing for high volume). */
 export interface AliasRoute extends Upstream {
   readonly alias: string;
+  /** `model_info.id`, default `<alias>-<n>`: the name in status, metrics, logs and headers, stable across reloads. */
+  readonly id: string;
+  /** Share of the group's traffic under simple-shuffle. */
+  readonly weight: number;
+  /** Priority tier: a higher order serves only while no deployment of a lower one can. */
+  readonly order: number;
+  /** Cap on this deployment's calls in flight in the pod; 0 for none. */
+  readonly maxParallel: number;
 }
 
 /** A `route_rules` entry: enables `<provider>/<upstream id>` names matching its globs. */
@@ -67,11 +76,43 @@ export interface RuleRoute extends Omit<Upstream, 'upstreamModel'> {
   readonly patterns: readonly string[];
 }
 
+export type RoutingStrategy = 'simple-shuffle' | 'least-busy' | 'latency-based-routing';
+
+/** A group and the groups tried after it, in order (`fallbacks`, `context_window_fallbacks`). */
+export interface FallbackList {
+  readonly group: string;
+  readonly to: readonly string[];
+}
+
+/** `router_settings` resolved (docs/ROUTING.md lists each with its default). */
+export interface RouterSettings {
+  readonly strategy: RoutingStrategy;
+  /** Attempts after the first, over a group and its fallbacks. */
+  readonly numRetries: number;
+  /** Least time between two attempts of one request on the same deployment. */
+  readonly retryAfterMs: number;
+  /** Failures within 60 s that cool a deployment. */
+  readonly allowedFails: number;
+  readonly cooldownMs: number;
+  readonly fallbacks: readonly FallbackList[];
+  readonly contextWindowFallbacks: readonly FallbackList[];
+  /** How long a stream's head may be held waiting for its first content. */
+  readonly streamCommitTimeoutMs: number;
+  /** The whole request, attempts included; null: the largest total timeout of the first group's deployments. */
+  readonly timeoutMs: number | null;
+}
+
 export interface RoutingConfig {
   /** Bumped on every reload, so logs can say which config served a request. */
   readonly version: number;
-  /** One entry per deployment; several may share an alias (round-robin). */
+  /** One entry per deployment; the entries that share an alias are its group. */
   readonly aliases: readonly AliasRoute[];
+  /**
+   * The deployment-state slot of each entry of `aliases` (protocol/deployment-state.ts), given by
+   * the front, which keeps one slot per deployment id across reloads; empty until it has.
+   */
+  readonly slots: readonly number[];
   readonly rules: readonly RuleRoute[];
+  readonly router: RouterSettings;
   readonly maxResponseBodyBytes: number;
 }

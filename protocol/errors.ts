@@ -34,6 +34,10 @@ export const ERRORS = {
   upstream_response_too_large: { status: 502, message: 'the provider response exceeds the configured limit' },
   upstream_reset: { status: 502, message: 'the provider closed the connection mid-response' },
   upstream_redirect: { status: 502, message: 'the provider answered with a redirect, which the gateway does not follow' },
+  // CONTRACT.md, HTTP: a provider 401/403 rejects the gateway's own credentials, not the caller's.
+  upstream_auth_failed: { status: 502, message: 'the provider rejected the gateway credentials for this model' },
+  // CONTRACT.md, Routing for high volume: every deployment of the group and its fallbacks is cooling or at its cap.
+  no_deployment_available: { status: 503, message: 'no deployment of this model can take the request now; retry after the Retry-After delay' },
   worker_crashed: { status: 502, message: 'the worker handling this request stopped' },
   overloaded: { status: 503, message: 'the gateway is at capacity, retry shortly' },
   shutting_down: { status: 503, message: 'the gateway is shutting down' },

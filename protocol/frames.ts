@@ -11,6 +11,7 @@
  *   call ──▶ reply                                  (non-streamed answer or pass-through 4xx)
  *   call ──▶ head ─▶ data* ─▶ end | fail            (SSE stream)
  *   call ──▶ fail                                   (error before any byte)
+ *   notice                                          (worker → front, any time: a routing event to log)
  *   cancel / pause / resume ──▶ (no answer)         (client left, client slow, client drained)
  *   ping ──▶ pong,  probe ──▶ probed                 (health checks)
  *
@@ -20,6 +21,7 @@ import type { ErrorCode } from './errors.js';
 import type { MessagePort } from 'node:worker_threads';
 import type { RoutingConfig } from './config.js';
 import type { ChannelEnd } from './channel.js';
+import type { DeploymentStateMemory } from './deployment-state.js';
 
 export const PROTOCOL_VERSION = 4;
 
@@ -69,15 +71,34 @@ export type ToWorker = CallFrame | CancelFrame | PauseFrame | ResumeFrame | Conf
  * What the front needs of a worker session to run one on its own thread (GATEWAY_WORKERS=0):
  * workers/session.ts's class, loaded by the pool's one dynamic import of workers/.
  */
-export type SessionConstructor = new (channel: ChannelEnd<ToWorker, FromWorker>, routing: RoutingConfig) => unknown;
+export type SessionConstructor = new (channel: ChannelEnd<ToWorker, FromWorker>, routing: RoutingConfig, state: WorkerState) => unknown;
+
+/** The shared deployment state (protocol/deployment-state.ts) and which worker of the pool this session is. */
+export interface WorkerState {
+  readonly memory: DeploymentStateMemory;
+  readonly worker: number;
+}
 
 // ── worker → front ────────────────────────────────────────────────────────
 
 /** Flat `[name, value, name, value, …]` list of headers the front may return (already allowlisted). */
 export type HeaderList = readonly string[];
 
+/**
+ * Who served a routed answer, for the x-switchyard-* headers, the access log and the routing metrics
+ * (CONTRACT.md, Routing for high volume). On a failure, the deployment tried last.
+ */
+export interface RoutingFacts {
+  /** The deployment id; null when none was tried (503 no_deployment_available, or not routed). */
+  readonly deployment: string | null;
+  /** Attempts made, the last included; 0 when none was. */
+  readonly attempts: number;
+  /** The fallback group that served, null when the requested group did. */
+  readonly fallback: string | null;
+}
+
 /** A whole answer; the body is the payload. */
-export interface ReplyFrame {
+export interface ReplyFrame extends RoutingFacts {
   readonly t: 'reply';
   readonly id: number;
   readonly status: number;
@@ -88,7 +109,7 @@ export interface ReplyFrame {
   readonly upstreamMs: number;
 }
 /** The upstream answered 200 to a stream: the front sends its status line and headers. */
-export interface HeadFrame {
+export interface HeadFrame extends RoutingFacts {
   readonly t: 'head';
   readonly id: number;
   readonly headers: HeaderList;
@@ -104,13 +125,15 @@ export interface EndFrame {
   readonly upstreamMs: number;
 }
 /** The call failed: before a head, the front answers with the error; after it, with one SSE error event. */
-export interface FailFrame {
+export interface FailFrame extends RoutingFacts {
   readonly t: 'fail';
   readonly id: number;
   readonly code: ErrorCode;
   readonly message: string;
   /** Known once routing has happened. */
   readonly labels: RouteLabels | null;
+  /** Headers for the error answer: the provider's allowlisted ones (Retry-After), or the gateway's own. */
+  readonly headers: HeaderList;
 }
 export interface PongFrame { readonly t: 'pong'; readonly id: number }
 /** The answer to a probe: the HTTP status the upstream gave, or why there was none. */
@@ -121,7 +144,23 @@ export interface ProbedFrame {
   readonly error: string | null;
 }
 
-export type FromWorker = ReplyFrame | HeadFrame | DataFrame | EndFrame | FailFrame | PongFrame | ProbedFrame;
+/** A routing event for the front's log: a deployment began a cooldown, or a provider refused the gateway's credentials. */
+export interface NoticeFrame extends RoutingNotice {
+  readonly t: 'notice';
+}
+
+export interface RoutingNotice {
+  readonly event: 'deployment_cooled' | 'upstream_auth_failed';
+  readonly model: string;
+  readonly deployment: string;
+  readonly code: string;
+  readonly status: number;
+  readonly cooldownMs: number;
+  /** The provider's text with key-like strings redacted; never sent to a caller. */
+  readonly detail: string | null;
+}
+
+export type FromWorker = ReplyFrame | HeadFrame | DataFrame | EndFrame | FailFrame | PongFrame | ProbedFrame | NoticeFrame;
 
 /** The data a front thread hands a worker when it attaches to it (a piscina task). */
 export interface AttachTask {
@@ -132,4 +171,5 @@ export interface AttachTask {
   /** The shared ring the front lends request bodies through. */
   readonly calls: SharedArrayBuffer;
   readonly routing: RoutingConfig;
+  readonly state: WorkerState;
 }

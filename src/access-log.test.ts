@@ -26,6 +26,9 @@ const entry = (over: Partial<AccessEntry> = {}): AccessEntry => ({
   ttftMs: null,
   bytesIn: 120,
   bytesOut: 456,
+  deployment: 'gpt-x-0',
+  attempts: 1,
+  fallback: null,
   ...over,
 });
 
@@ -49,6 +52,9 @@ function pinoLine(e: AccessEntry): string {
       ttft_ms: e.ttftMs === null ? undefined : r(e.ttftMs),
       bytes_in: e.bytesIn,
       bytes_out: e.bytesOut,
+      deployment: e.deployment,
+      attempts: e.attempts,
+      fallback: e.fallback,
     },
     'request',
   );
@@ -61,7 +67,11 @@ describe('AccessLog', () => {
   it('writes the line pino writes for the same fields, byte for byte (but the time)', () => {
     const { log, lines } = capture();
     const access = new AccessLog(log);
-    for (const e of [entry(), entry({ stream: true, ttftMs: 0.5, status: 499, model: 'unrouted', provider: 'none' }), entry({ ttftMs: 0 })]) {
+    for (const e of [
+      entry(),
+      entry({ stream: true, ttftMs: 0.5, status: 499, model: 'unrouted', provider: 'none', deployment: null, attempts: 0 }),
+      entry({ ttftMs: 0, deployment: 'east "1"', attempts: 3, fallback: 'chat-backup' }),
+    ]) {
       access.write(e);
       expect(withoutTime(lines.at(-1) as string)).toBe(withoutTime(pinoLine(e)));
     }

@@ -24,6 +24,12 @@ export interface AccessEntry {
   readonly ttftMs: number | null;
   readonly bytesIn: number;
   readonly bytesOut: number;
+  /** The deployment that served (or was tried last); null when none was tried. */
+  readonly deployment: string | null;
+  /** Attempts made, the last included. */
+  readonly attempts: number;
+  /** The fallback group that served; null when the requested group did. */
+  readonly fallback: string | null;
 }
 
 const INFO = 30;
@@ -42,7 +48,7 @@ export class AccessLog {
     if (this.#stream === null) return;
     const ttft = e.ttftMs === null ? '' : `,"ttft_ms":${round(e.ttftMs)}`;
     this.#stream.write(
-      `${PREFIX}${isoTime()}${SERVICE}${str(e.requestId)},"method":${str(e.method)},"route":${str(e.route)},"model":${str(e.model)},"provider":${str(e.provider)},"status":${e.status},"stream":${e.stream},"duration_ms":${round(e.durationMs)},"upstream_ms":${round(e.upstreamMs)}${ttft},"bytes_in":${e.bytesIn},"bytes_out":${e.bytesOut},"msg":"request"}\n`,
+      `${PREFIX}${isoTime()}${SERVICE}${str(e.requestId)},"method":${str(e.method)},"route":${str(e.route)},"model":${str(e.model)},"provider":${str(e.provider)},"status":${e.status},"stream":${e.stream},"duration_ms":${round(e.durationMs)},"upstream_ms":${round(e.upstreamMs)}${ttft},"bytes_in":${e.bytesIn},"bytes_out":${e.bytesOut},"deployment":${nullable(e.deployment)},"attempts":${e.attempts},"fallback":${nullable(e.fallback)},"msg":"request"}\n`,
     );
   }
 }
@@ -54,6 +60,8 @@ const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
 function str(s: string): string {
   return PLAIN.test(s) ? `"${s}"` : JSON.stringify(s);
 }
+
+const nullable = (s: string | null): string => (s === null ? 'null' : str(s));
 
 /** Milliseconds to two decimals; a JSON number (never NaN or Infinity, which JSON has not). */
 function round(ms: number): number {

@@ -16,6 +16,7 @@ import { AccessLog } from './access-log.js';
 import { Counters } from './supervisor/counters.js';
 import { HealthSupervisor } from './supervisor/health-supervisor.js';
 import { WorkerPool } from './supervisor/worker-pool.js';
+import { DeploymentSlots } from './supervisor/deployment-slots.js';
 
 export interface Gateway {
   readonly port: number;
@@ -43,10 +44,14 @@ export interface DrainReport {
   readonly closedAtMs: number;
 }
 
-export async function startGateway(config: GatewayConfig, log: Logger): Promise<Gateway> {
-  const pool = await WorkerPool.start(config.workerMode.workers, config.routing, log);
+export async function startGateway(loaded: GatewayConfig, log: Logger): Promise<Gateway> {
+  // One state slot per deployment id, kept across reloads (src/supervisor/deployment-slots.ts).
+  const deployments = new DeploymentSlots(loaded.routing.aliases.length, loaded.workerMode.workers);
+  const config = withSlots(loaded, deployments);
+  const pool = await WorkerPool.start(config.workerMode.workers, config.routing, log, deployments);
   const ctx: FrontContext = {
     config,
+    deployments,
     auth: new BearerAuth(config.apiKeys),
     pool,
     health: new HealthSupervisor(config, pool, log),
@@ -121,8 +126,10 @@ export async function startGateway(config: GatewayConfig, log: Logger): Promise<
     port,
     url: `http://${host}:${port}`,
     context: ctx,
-    reload(next) {
+    reload(loadedNext) {
       const current = ctx.config;
+      // Before anything changes: a reload with more new deployment ids than there are state slots is refused whole.
+      const next = withSlots(loadedNext, deployments);
       // A generated key stays the same across reloads; a configured one may rotate.
       // The worker mode stays the one the pool runs (and /status reports) until the next start.
       const config = Object.freeze({ ...next, workerMode: current.workerMode, ...(next.apiKeyGenerated && current.apiKeyGenerated && { apiKeys: current.apiKeys }) });
@@ -138,4 +145,9 @@ export async function startGateway(config: GatewayConfig, log: Logger): Promise<
     drain,
     close,
   };
+}
+
+/** The config with each deployment's state slot: deployments whose id survives a reload keep theirs. */
+function withSlots(config: GatewayConfig, deployments: DeploymentSlots): GatewayConfig {
+  return Object.freeze({ ...config, routing: deployments.assign(config.routing) });
 }

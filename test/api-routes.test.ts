@@ -291,7 +291,8 @@ describe('Server header', () => {
         '502',
         502,
         () => {
-          upstream.behaveOnce({ kind: 'status', status: 500 });
+          // Every attempt fails: a 500 is tried again (num_retries) before the 502.
+          upstream.behave({ kind: 'status', status: 500 });
           return chat(gw, 'up-chat');
         },
       ],
@@ -302,6 +303,7 @@ describe('Server header', () => {
       expect(res.headers.get('server'), name).toBe(SERVER);
       await res.arrayBuffer();
     }
+    upstream.behave({ kind: 'ok' });
     const stream = await chat(gw, 'up-chat', {}, { stream: true });
     expect(stream.status).toBe(200);
     expect(stream.headers.get('content-type')).toMatch(/^text\/event-stream/);
@@ -431,11 +433,13 @@ describe('provider response headers', () => {
     await emb.arrayBuffer();
     checkHeaders(emb, 'embeddings');
 
-    upstream.behaveOnce({ kind: 'status', status: 429, headers: FOREIGN });
+    // A 429 is tried again on the lone deployment; every attempt limited, the last one passes through.
+    upstream.behave({ kind: 'status', status: 429, headers: FOREIGN });
     const limited = await chat(gw, 'up-chat');
     expect(limited.status).toBe(429);
     await limited.arrayBuffer();
     checkHeaders(limited, '429');
+    upstream.behave({ kind: 'ok' });
 
     // The gateway's own answers never carry the caller's Authorization back.
     const own = await gw.fetch('/v1/models');

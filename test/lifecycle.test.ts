@@ -5,6 +5,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { deploymentYaml, startScriptedUpstream } from './support/scripted-upstream.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { spawnGateway, type GatewayProcess, type LogLine } from './support/gateway-process.js';
 
@@ -227,6 +228,37 @@ model_list:
     await waitFor(() => p.lines.some((l) => l.event === 'config_reloaded'));
     expect(p.lines.filter((l) => l.event === 'reload_needs_restart').map((l) => l.setting)).toEqual(['workers']);
     expect(await mode()).toMatchObject({ workers: 1, reason: 'config', description: '1 worker: server.workers' });
+  });
+
+  it('keeps the routing state of every deployment whose id survives (CONTRACT.md, Routing); a new id starts fresh', async () => {
+    const up = await startScriptedUpstream(['east', 'west', 'south']);
+    try {
+      const dir = mkdtempSync(join(tmpdir(), 'switchyard-reload-'));
+      const routed = (names: string[]) => `
+model_list:${names.map((n, i) => deploymentYaml('chat', up.at(n), `, order: ${i + 1}`)).join('')}
+router_settings: { cooldown_time: 60 }
+`;
+      const file = writeConfig(dir, routed(['east', 'west']));
+      const p = await startProcess(file, { GATEWAY_WORKERS: '2' });
+      up.at('east').script({ kind: 'status', status: 429 });
+      const first = await post(p.port, 'chat', false);
+      expect(first.headers.get('x-switchyard-deployment')).toBe('west');
+      writeConfig(dir, routed(['east', 'south']));
+      p.child.kill('SIGHUP');
+      await waitFor(() => p.lines.some((l) => l.event === 'config_reloaded'));
+      const status = (await (await fetch(`http://127.0.0.1:${p.port}/status/models/chat`, { headers: { authorization: `Bearer ${KEY}` } })).json()) as { deployments: Array<{ id: string; state: string; cooldown_remaining_ms: number; last_error: unknown }> };
+      const byId = Object.fromEntries(status.deployments.map((d) => [d.id, d]));
+      expect(Object.keys(byId)).toEqual(['east', 'south']);
+      expect(byId.east?.state).toBe('cooling_down');
+      expect(byId.east?.cooldown_remaining_ms).toBeGreaterThan(50_000);
+      expect(byId.south).toMatchObject({ state: 'healthy', last_error: null });
+      // Still cooling on every worker: the next call goes to the new deployment, east is not tried.
+      const next = await post(p.port, 'chat', false);
+      expect(next.headers.get('x-switchyard-deployment')).toBe('south');
+      expect(up.at('east').received).toHaveLength(1);
+    } finally {
+      await up.close();
+    }
   });
 
   it('keeps the old config and logs an error when the new file does not validate', async () => {

@@ -206,7 +206,8 @@ describe('a provider request moves its series', () => {
   it('an upstream 500 moves upstream_errors_total{code="upstream_error"} and a 502 on requests_total', async () => {
     const s0 = await scrape();
     const st0 = await status();
-    upstream.behaveOnce({ kind: 'status', status: 500 });
+    // Every attempt fails (the lone deployment is tried 1 + num_retries times): the request is one upstream error.
+    upstream.behave({ kind: 'status', status: 500 });
     expect((await post(CHAT, chatBody('up-chat'))).status).toBe(502);
     const s1 = await scrape();
     const st1 = await status();
@@ -371,10 +372,12 @@ describe('after a mix of requests', () => {
     mix.push(post(EMBED, JSON.stringify({ model: 'up-embed', input: 'a' }), { authorization: `Bearer ${TEST_KEY}x` }, false));
     mix.push(post(CHAT, chatBody('mock-chat', { pad: 'y'.repeat(MAX_BODY) })));
     await Promise.all(mix);
-    upstream.behaveOnce({ kind: 'status', status: 429 });
+    // Retried on the lone deployment until num_retries is spent, then answered as the last failure.
+    upstream.behave({ kind: 'status', status: 429 });
     expect((await post(CHAT, chatBody('up-chat'))).status).toBe(429);
-    upstream.behaveOnce({ kind: 'status', status: 503 });
+    upstream.behave({ kind: 'status', status: 503 });
     expect((await post(CHAT, chatBody('up-chat'))).status).toBe(502);
+    upstream.behave({ kind: 'ok' });
     upstream.behaveOnce({ kind: 'stream', chunks: 50, intervalMs: 50 });
     await leaveStreamEarly('up-chat');
     await until(async () => {

@@ -331,10 +331,12 @@ describe('openapi.yaml', () => {
   describe('headers', () => {
     const headers = obj(obj(DOC.components, 'components').headers, 'components.headers');
 
-    it('documents Server, X-Request-ID and exactly the rate-limit allowlist of CONTRACT.md', () => {
+    it('documents Server, X-Request-ID, the routing headers and exactly the rate-limit allowlist of CONTRACT.md', () => {
       expect(headers.Server).toBeDefined();
       expect(headers['X-Request-ID']).toBeDefined();
-      const rateLimit = Object.keys(headers).filter((name) => !['Server', 'X-Request-ID', 'Allow'].includes(name));
+      const routing = Object.keys(headers).filter((name) => name.startsWith('x-switchyard-'));
+      expect(routing.sort()).toEqual(['x-switchyard-attempts', 'x-switchyard-deployment', 'x-switchyard-fallback']);
+      const rateLimit = Object.keys(headers).filter((name) => !['Server', 'X-Request-ID', 'Allow', ...routing].includes(name));
       expect(rateLimit.sort()).toEqual([...RATE_LIMIT_ALLOWLIST].sort());
     });
 

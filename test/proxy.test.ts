@@ -262,7 +262,10 @@ describe('proxy: forwarding, routing and validation (default config)', () => {
 
   it.each([400, 404, 422, 429])('6. provider %i passes through with status, body bytes and allowlisted headers only', async (status) => {
     const body = `{"error": {"message": "provider says no (${status}) — ü", "type": "invalid_request_error", "param": null, "code": "p_${status}"}}`;
-    upstream.behaveOnce({
+    // CONTRACT.md, failure table: a 429 is tried again (here on the lone deployment, num_retries 2 by default) and the
+    // last one passed through; any other 4xx is passed through at once.
+    const attempts = status === 429 ? 3 : 1;
+    upstream.behave({
       kind: 'status',
       status,
       body,
@@ -279,7 +282,9 @@ describe('proxy: forwarding, routing and validation (default config)', () => {
     expect(res.headers.get('x-internal-secret')).toBeNull();
     expect(res.headers.get('x-fake-upstream')).toBeNull();
     expect(res.headers.get('server') ?? '').toMatch(/^switchyard\//);
-    expect(upstream.requests).toHaveLength(1);
+    expect(res.headers.get('x-switchyard-deployment')).toBe('up-chat-0');
+    expect(res.headers.get('x-switchyard-attempts')).toBe(String(attempts));
+    expect(upstream.requests).toHaveLength(attempts);
   });
 });
 
@@ -335,6 +340,8 @@ model_list:${upstreamYamlEntry('up-chat', upstream.url)}${upstreamYamlEntry('hdr
     params: { model: openai/fake-model, api_base: ${upstream.url}, api_key: os.environ/SWITCHYARD_UNSET_KEY }
 limits:
   max_response_body_bytes: 10000
+# One attempt each: this block is how one failure is answered; retries and fallbacks are test/routing-*.test.ts's.
+router_settings: { num_retries: 0 }
 `;
       return { yaml };
     },

@@ -143,7 +143,9 @@ function expectSingleErrorEvent(r: RawResult): ErrorEvent['error'] {
 }
 
 describe('streaming through the gateway', () => {
-  const { gw, upstream } = useGateway();
+  // A stream is held until its first content or stream_commit_timeout: long here, so that a slow host moving an 8 MiB
+  // event (huge-no-newline) cannot commit an empty head first.
+  const { gw, upstream } = useGateway({ gateway: (upstream) => ({ yaml: `${defaultYaml(upstream)}\nrouter_settings: { stream_commit_timeout: 60 }\n` }) });
   afterEach(async () => {
     // Nothing left behind: no upstream request open, no call in flight in the pool.
     await upstream.waitFor(() => upstream.openRequests() === 0, 3000);
@@ -283,9 +285,11 @@ describe('streaming through the gateway', () => {
     expect(dataEvents(r.text).at(-1)).toBe('[DONE]');
   });
 
+  // CONTRACT.md, failure table: a 429 or a 5xx is tried again (here on the lone deployment, num_retries 2 by default);
+  // when every attempt fails the same way, the caller gets the last one. `behave`, not `behaveOnce`, for that.
   it('an upstream 429 before the stream starts is a JSON 429 (with its rate-limit headers), not a 200 stream', async () => {
     const body = { error: { message: 'Rate limit reached', type: 'requests', code: 'rate_limit_exceeded' } };
-    upstream.behaveOnce({ kind: 'status', status: 429, body, headers: { 'retry-after': '7', 'x-ratelimit-remaining-requests': '0' } });
+    upstream.behave({ kind: 'status', status: 429, body, headers: { 'retry-after': '7', 'x-ratelimit-remaining-requests': '0' } });
     const r = await rawPost(gw, chatBody('up-chat'));
     expect(r.status).toBe(429);
     expect(r.headers['content-type']).toMatch(/^application\/json/);
@@ -293,8 +297,9 @@ describe('streaming through the gateway', () => {
     expect(r.headers['x-ratelimit-remaining-requests']).toBe('0');
     expect(JSON.parse(r.text)).toEqual(body);
 
+    expect(r.headers['x-switchyard-attempts']).toBe('3');
     // The SDK sees it as a rate-limit error, not as a stream.
-    upstream.behaveOnce({ kind: 'status', status: 429, body, headers: { 'retry-after': '7' } });
+    upstream.behave({ kind: 'status', status: 429, body, headers: { 'retry-after': '7' } });
     const err = await gw
       .client()
       .chat.completions.create({ model: 'up-chat', stream: true, messages: [{ role: 'user', content: 'x' }] })
@@ -307,7 +312,7 @@ describe('streaming through the gateway', () => {
   });
 
   it('an upstream 500 before the stream starts is a JSON 502 upstream_error, not a 200 stream', async () => {
-    upstream.behaveOnce({ kind: 'status', status: 500 });
+    upstream.behave({ kind: 'status', status: 500 });
     const r = await rawPost(gw, chatBody('up-chat'));
     expect(r.status).toBe(502);
     expect(r.headers['content-type']).toMatch(/^application\/json/);
@@ -333,29 +338,34 @@ describe('streaming through the gateway', () => {
     expect(r.text).not.toContain('[DONE]');
   });
 
-  it('malformed SSE from the provider (no data: prefix) ends with an upstream_invalid_response error event', async () => {
-    upstream.behaveOnce({ kind: 'stream-malformed', variant: 'no-data-prefix' });
-    const r = await rawPost(gw, chatBody('up-chat'));
-    const error = expectSingleErrorEvent(r);
-    expect(error.code).toBe('upstream_invalid_response');
-    expect(r.text).not.toContain('tok1');
+  // CONTRACT.md, the commit point: malformed SSE before the first content fails the attempt, which is tried again
+  // invisibly; when every attempt is malformed, nothing was committed, so the answer is a JSON 502.
+  it.each(['no-data-prefix', 'non-json-data'] as const)('malformed SSE from the provider (%s) before any content: retried invisibly; malformed every time, a JSON 502 upstream_invalid_response', async (variant) => {
+    upstream.behaveOnce({ kind: 'stream-malformed', variant });
+    const once = await rawPost(gw, chatBody('up-chat'));
+    expect(once.status).toBe(200);
+    expect(once.headers['x-switchyard-attempts']).toBe('2');
+    expect(contentOf(once.text)).toBe('tok0 tok1 tok2 ');
+    expect(once.text).not.toContain('this is not json');
+    expect(upstream.requests).toHaveLength(2);
+
+    upstream.behave({ kind: 'stream-malformed', variant });
+    const always = await rawPost(gw, chatBody('up-chat'));
+    expect(always.status).toBe(502);
+    expect(always.headers['content-type']).toMatch(/^application\/json/);
+    expect((JSON.parse(always.text) as ErrorEvent).error.code).toBe('upstream_invalid_response');
   });
 
-  it('malformed SSE from the provider (data that is not JSON) ends with an upstream_invalid_response error event', async () => {
-    upstream.behaveOnce({ kind: 'stream-malformed', variant: 'non-json-data' });
-    const r = await rawPost(gw, chatBody('up-chat'));
-    const error = expectSingleErrorEvent(r);
-    expect(error.code).toBe('upstream_invalid_response');
-    expect(r.text).not.toContain('this is not json');
-  });
-
-  it('an SSE event that never ends (huge-no-newline) ends with upstream_response_too_large and the gateway keeps serving', async () => {
+  it('an SSE event that never ends (huge-no-newline) fails its attempt (upstream_response_too_large) before any content: retried invisibly, and the gateway keeps serving', async () => {
     upstream.behaveOnce({ kind: 'stream-malformed', variant: 'huge-no-newline' });
     const r = await rawPost(gw, chatBody('up-chat'));
-    const error = expectSingleErrorEvent(r);
-    expect(error.code).toBe('upstream_response_too_large');
+    expect(r.status).toBe(200);
+    expect(r.headers['x-switchyard-attempts']).toBe('2');
+    expect(contentOf(r.text)).toBe('tok0 tok1 tok2 ');
     // None of the oversized event was forwarded.
     expect(r.text.length).toBeLessThan(4096);
+    const state = await gw.fetch('/status/models/up-chat').then((res) => res.json() as Promise<{ deployments: Array<{ last_error: { code: string } | null }> }>);
+    expect(state.deployments[0]?.last_error?.code).toBe('upstream_response_too_large');
     expect(gw.gateway.context.pool.stats().restarts).toBe(0);
     // The gateway keeps serving, streams and whole replies.
     const again = await rawPost(gw, chatBody('up-chat'));

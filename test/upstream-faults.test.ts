@@ -1,7 +1,9 @@
 /**
  * Every way an upstream can fail, in one table: the documented 502 (or one
- * SSE error event once a stream has started), the call's slot freed, no
+ * SSE error event once a stream has committed), the call's slot freed, no
  * upstream request left open, and the next burst served at full speed.
+ * One attempt per request (num_retries 0): how each failure is retried or
+ * falls back is test/routing-failures.test.ts's subject.
  */
 import { describe, expect, it } from 'vitest';
 import type { ErrorCode } from '../protocol/errors.js';
@@ -54,6 +56,7 @@ model_list:
     params: { model: openai/fake-model, api_base: http://127.0.0.1:${dead}/v1, api_key: k, ${timeouts} }
 limits:
   max_response_body_bytes: 100000
+router_settings: { num_retries: 0 }
 `,
       };
     },

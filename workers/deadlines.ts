@@ -16,11 +16,14 @@ export class Deadlines implements ExchangeActivity {
   #phase: NodeJS.Timeout | null;
   #held = false;
 
-  /** Starts the total and headers timers at once; `abort` ends the call with the expired deadline's error. */
-  constructor(abort: (reason: GatewayError) => void, timeouts: Timeouts) {
+  /**
+   * Starts the total and headers timers at once; `abort` ends the call with the expired deadline's error.
+   * `budgetMs`, what is left of the whole request's time, shortens the total when it is the smaller.
+   */
+  constructor(abort: (reason: GatewayError) => void, timeouts: Timeouts, budgetMs = Infinity) {
     this.#abort = abort;
     this.#timeouts = timeouts;
-    this.#total = setTimeout(() => this.#expire('upstream_timeout'), timeouts.totalMs);
+    this.#total = setTimeout(() => this.#expire('upstream_timeout'), Math.max(0, Math.min(timeouts.totalMs, budgetMs)));
     this.#phase = setTimeout(() => this.#expire('upstream_headers_timeout'), timeouts.headersMs);
   }
 

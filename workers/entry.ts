@@ -16,7 +16,7 @@ export default function attach(task: AttachTask): Promise<void> {
     throw new Error(`protocol mismatch: front speaks ${task.protocol}, worker speaks ${PROTOCOL_VERSION}`);
   }
   const rings = { lendInto: new RingWriter(task.replies), borrowFrom: new RingReader(task.calls) };
-  new WorkerSession((onFrame) => new FramePort<ToWorker, FromWorker>(task.port, onFrame, rings), task.routing);
+  new WorkerSession((onFrame) => new FramePort<ToWorker, FromWorker>(task.port, onFrame, rings), task.routing, task.state);
   // The task lasts as long as the port: the front closes it when the pool closes.
   return new Promise((resolve) => task.port.once('close', () => resolve()));
 }

@@ -1,57 +1,129 @@
 /**
- * Model name → upstream. An alias of `model_list` wins; otherwise a
- * provider-qualified name (`openai/gpt-4.1`) is routed by the first
- * `route_rules` entry of that provider whose glob matches the upstream id.
- * The caller's model name only ever becomes the `model` field of the
- * forwarded body: the host is always the configured `api_base`, so a name
- * like `openai/../../evil` or `openai/http://x` cannot steer a request.
+ * Model name → group of deployments. An alias of `model_list` is a group
+ * (CONTRACT.md, Routing for high volume); otherwise a provider-qualified
+ * name (`openai/gpt-4.1`) is routed by the first `route_rules` entry of
+ * that provider whose glob matches the upstream id, as a group of one
+ * deployment that keeps no state. The caller's model name only ever
+ * becomes the `model` field of the forwarded body: the host is always the
+ * configured `api_base`, so a name like `openai/../../evil` or
+ * `openai/http://x` cannot steer a request.
  */
-import type { AliasRoute, RoutingConfig, Upstream } from '../protocol/config.js';
+import type { RouterSettings, RoutingConfig, Upstream } from '../protocol/config.js';
 import type { RouteLabels } from '../protocol/frames.js';
 import { GatewayError } from '../protocol/errors.js';
+import { groupsOf } from '../protocol/routing-groups.js';
 
-export interface RouteTarget {
+export interface Deployment {
+  readonly id: string;
   readonly upstream: Upstream;
+  /** Its slot in the shared deployment state; -1 for a route-rule target, which keeps none. */
+  readonly slot: number;
+  readonly weight: number;
+  readonly order: number;
+  /** max_parallel_requests; 0 for none. */
+  readonly cap: number;
+  /** Its group's name and its provider: the labels of the requests it serves. */
   readonly labels: RouteLabels;
 }
 
+export class Group {
+  readonly name: string;
+  /** The deployments with credentials, lowest order first (config order within an order). */
+  readonly deployments: readonly Deployment[];
+  readonly lone: boolean;
+  readonly timeoutMs: number;
+  fallbacks: readonly Group[] = [];
+  contextWindowFallbacks: readonly Group[] = [];
+  /** This group, then its fallbacks: the groups a request for it tries in turn. */
+  chain: readonly Group[] = [this];
+  /** Where ties start being looked at, turned on every pick, so equal deployments share the load. */
+  cursor = 0;
+  /** Per pick: deployments refused on reservation (another thread was faster). Reused: a pick allocates nothing. */
+  readonly refused: Uint8Array;
+
+  constructor(name: string, deployments: Deployment[], lone: boolean, timeoutMs: number) {
+    this.name = name;
+    this.deployments = deployments.sort((a, b) => a.order - b.order);
+    this.lone = lone;
+    this.timeoutMs = timeoutMs;
+    this.refused = new Uint8Array(deployments.length);
+  }
+}
+
 interface CompiledRule {
+  readonly index: number;
   readonly provider: string;
   readonly patterns: readonly RegExp[];
   readonly base: Omit<Upstream, 'upstreamModel'>;
 }
 
 export class Router {
-  readonly #aliases = new Map<string, { routes: AliasRoute[]; next: number }>();
+  readonly #groups = new Map<string, Group>();
+  /** Groups whose every deployment is missing credentials: 503 credentials_missing. */
+  readonly #uncredentialed = new Set<string>();
   readonly #rules: CompiledRule[];
   readonly maxResponseBytes: number;
+  readonly settings: RouterSettings;
 
   constructor(routing: RoutingConfig) {
     this.maxResponseBytes = routing.maxResponseBodyBytes;
-    for (const route of routing.aliases) {
-      const entry = this.#aliases.get(route.alias) ?? { routes: [], next: 0 };
-      entry.routes.push(route);
-      this.#aliases.set(route.alias, entry);
+    this.settings = routing.router;
+    const specs = groupsOf(routing);
+    for (const spec of specs.values()) {
+      const deployments: Deployment[] = [];
+      spec.deployments.forEach((route, i) => {
+        if (route.credentials.kind === 'missing') return;
+        const slot = spec.slots[i] ?? -1;
+        deployments.push({ id: route.id, upstream: route, slot, weight: route.weight, order: route.order, cap: route.maxParallel, labels: { model: route.alias, provider: route.provider } });
+      });
+      if (deployments.length === 0) this.#uncredentialed.add(spec.name);
+      else this.#groups.set(spec.name, new Group(spec.name, deployments, spec.lone, spec.timeoutMs));
     }
-    this.#rules = routing.rules.map(({ patterns, ...base }) => ({ provider: base.provider, patterns: patterns.map(globToRegExp), base }));
+    for (const spec of specs.values()) {
+      const group = this.#groups.get(spec.name);
+      if (!group) continue;
+      group.fallbacks = this.#known(spec.fallbacks);
+      group.contextWindowFallbacks = this.#known(spec.contextWindowFallbacks);
+      group.chain = [group, ...group.fallbacks];
+    }
+    this.#rules = routing.rules.map(({ patterns, ...base }, index) => ({ index, provider: base.provider, patterns: patterns.map(globToRegExp), base }));
   }
 
-  /** Throws `model_not_found` when neither an alias nor a rule routes the name. */
-  resolve(model: string): RouteTarget {
-    const alias = this.#aliases.get(model);
-    if (alias) {
-      // Several deployments under one alias share its traffic in turn, as in LiteLLM.
-      const route = alias.routes[alias.next++ % alias.routes.length] as AliasRoute;
-      return { upstream: route, labels: { model: route.alias, provider: route.provider } };
-    }
+  /** Throws `model_not_found` when neither an alias nor a rule routes the name, `credentials_missing` when no deployment of it has its key. */
+  resolve(model: string): Group {
+    const group = this.#groups.get(model);
+    if (group) return group;
+    if (this.#uncredentialed.has(model)) throw new GatewayError('credentials_missing');
     const slash = model.indexOf('/');
     if (slash > 0) {
       const provider = model.slice(0, slash);
       const id = model.slice(slash + 1);
       const rule = this.#rules.find((r) => r.provider === provider && r.patterns.some((p) => p.test(id)));
-      if (rule && id.length > 0) return { upstream: { ...rule.base, upstreamModel: id }, labels: { model: `${provider}/*`, provider } };
+      if (rule && id.length > 0) {
+        if (rule.base.credentials.kind === 'missing') throw new GatewayError('credentials_missing');
+        const deployment: Deployment = {
+          id: `route_rules[${rule.index}]`,
+          upstream: { ...rule.base, upstreamModel: id },
+          slot: -1,
+          weight: 1,
+          order: 1,
+          cap: 0,
+          labels: { model: `${provider}/*`, provider },
+        };
+        return new Group(model, [deployment], true, rule.base.timeouts.totalMs);
+      }
     }
     throw new GatewayError('model_not_found', `model "${truncate(model)}" is not configured`);
+  }
+
+  /** Fallback groups that can serve (a group with no credentialed deployment is left out). */
+  #known(names: readonly string[]): Group[] {
+    const out: Group[] = [];
+    for (const name of names) {
+      const group = this.#groups.get(name);
+      if (group) out.push(group);
+    }
+    return out;
   }
 }
 

@@ -1,21 +1,24 @@
 /**
  * One worker's side of the protocol: receives frames from the front, runs
- * each call (parse → validate → route → provider adapter) and answers with
- * frames. Calls are independent and concurrent; a call keeps the routing
- * config it started with even when a reload swaps it mid-flight.
+ * each call (parse → validate → resolve its group → the attempt loop,
+ * workers/routing/attempts.ts) and answers with frames. Calls are
+ * independent and concurrent; a call keeps the routing config it started
+ * with even when a reload swaps it mid-flight. The deployment state is the
+ * pod's, shared with every other session (protocol/deployment-state.ts).
  */
 import { wholePayload, type ChannelEnd, type FrameSender, type Payload } from '../protocol/channel.js';
 import type { RoutingConfig } from '../protocol/config.js';
-import type { CallFrame, FromWorker, HeaderList, RouteLabels, ToWorker, Usage } from '../protocol/frames.js';
+import type { CallFrame, FromWorker, HeaderList, RouteLabels, RoutingNotice, ToWorker, Usage, WorkerState } from '../protocol/frames.js';
+import { DeploymentStates } from '../protocol/deployment-state.js';
 import { GatewayError, isErrorCode, type ErrorCode } from '../protocol/errors.js';
 import { ChurnMap } from '../protocol/churn-tables.js';
 import { CallControl } from './call-control.js';
 import { Flow } from './flow.js';
 import { probeUpstream } from './probe.js';
 import { readRequestBody, toParsedRequest, type RequestBody } from '../protocol/request-body.js';
-import { Router } from './router.js';
+import { Router, type Deployment } from './router.js';
 import { PROVIDERS } from './providers/index.js';
-import type { ResponseSink } from './providers/adapter.js';
+import { routeCall, type ClientSink, type RoutingEnv } from './routing/attempts.js';
 
 interface ActiveCall {
   readonly control: CallControl;
@@ -25,12 +28,24 @@ interface ActiveCall {
 export class WorkerSession {
   readonly #port: FrameSender<FromWorker>;
   readonly #calls = new ChurnMap<number, ActiveCall>();
+  readonly #states: DeploymentStates;
   #router: Router;
+  #env: RoutingEnv;
 
   /** `channel` is a worker thread's MessagePort end, or the in-thread end of GATEWAY_WORKERS=0. */
-  constructor(channel: ChannelEnd<ToWorker, FromWorker>, routing: RoutingConfig) {
+  constructor(channel: ChannelEnd<ToWorker, FromWorker>, routing: RoutingConfig, state: WorkerState) {
+    this.#states = new DeploymentStates(state.memory, state.worker);
     this.#router = new Router(routing);
+    this.#env = this.#envFor(this.#router);
     this.#port = channel((frame, payload) => this.#onFrame(frame, payload));
+  }
+
+  #envFor(router: Router): RoutingEnv {
+    return { states: this.#states, settings: router.settings, adapterFor, notice: (notice) => this.#notice(notice), now: Date.now };
+  }
+
+  #notice(notice: RoutingNotice): void {
+    this.#port.send({ t: 'notice', ...notice });
   }
 
   #onFrame(frame: ToWorker, payload: Payload | undefined): void {
@@ -50,6 +65,7 @@ export class WorkerSession {
         return;
       case 'config':
         this.#router = new Router(frame.routing);
+        this.#env = this.#envFor(this.#router);
         return;
       case 'ping':
         this.#port.send({ t: 'pong', id: frame.id });
@@ -63,6 +79,7 @@ export class WorkerSession {
   async #run(frame: CallFrame, body: RequestBody | BadBody): Promise<void> {
     const { id } = frame;
     const router = this.#router;
+    const env = this.#env;
     const call: ActiveCall = { control: new CallControl(), flow: new Flow() };
     this.#calls.set(id, call);
     const sink = new FrameSink(this.#port, id);
@@ -72,16 +89,14 @@ export class WorkerSession {
       // Only a body the hand checks do not pass needs the zod schema: zod is loaded then, once per thread.
       if (!plain) (await import('../protocol/requests.js')).checkWithSchema(frame.op, json);
       const request = toParsedRequest(frame.op, json);
-      const target = router.resolve(request.model);
-      sink.labels = target.labels;
-      if (target.upstream.credentials.kind === 'missing') throw new GatewayError('credentials_missing');
-      request.body.model = target.upstream.upstreamModel;
-      await PROVIDERS[target.upstream.provider].call(
-        { op: frame.op, upstream: target.upstream, body: request.body, stream: request.stream, requestId: frame.requestId, maxResponseBytes: router.maxResponseBytes, control: call.control, flow: call.flow },
+      const group = router.resolve(request.model);
+      await routeCall(
+        env,
+        { group, op: frame.op, body: request.body, stream: request.stream, requestId: frame.requestId, maxResponseBytes: router.maxResponseBytes, control: call.control, flow: call.flow },
         sink,
       );
     } catch (err) {
-      if (call.control.reason !== CANCELLED) sink.fail(toErrorData(err));
+      if (call.control.reason !== CANCELLED) sink.fail(toErrorData(err), NO_HEADERS);
     } finally {
       this.#calls.delete(id);
     }
@@ -104,9 +119,16 @@ function parseBody(frame: CallFrame, payload: Payload | undefined): RequestBody 
 /** The abort reason of a call whose client went away: nothing is answered. */
 const CANCELLED = Symbol('cancelled');
 
-/** Turns a sink call into a frame, once the call is routed (so labels are known). */
-class FrameSink implements ResponseSink {
-  labels: RouteLabels = { model: 'unrouted', provider: 'none' };
+const adapterFor = (deployment: Deployment) => PROVIDERS[deployment.upstream.provider];
+const NO_HEADERS: HeaderList = [];
+const UNROUTED: RouteLabels = { model: 'unrouted', provider: 'none' };
+
+/** Turns the answer into frames, with who served it (set by `routed` before the answer). */
+class FrameSink implements ClientSink {
+  labels: RouteLabels = UNROUTED;
+  deployment: string | null = null;
+  attempts = 0;
+  fallback: string | null = null;
   #done = false;
 
   constructor(
@@ -114,11 +136,22 @@ class FrameSink implements ResponseSink {
     readonly id: number,
   ) {}
 
+  routed(deployment: string | null, attempts: number, fallback: string | null, labels: RouteLabels): void {
+    this.deployment = deployment;
+    this.attempts = attempts;
+    this.fallback = fallback;
+    this.labels = labels;
+  }
+
   reply(status: number, contentType: string, headers: HeaderList, body: Payload, usage: Usage | null, upstreamMs: number): void {
-    if (this.#finish()) this.port.lend({ t: 'reply', id: this.id, status, contentType, headers, labels: this.labels, usage, upstreamMs }, body);
+    if (this.#finish()) {
+      const { deployment, attempts, fallback } = this;
+      this.port.lend({ t: 'reply', id: this.id, status, contentType, headers, labels: this.labels, usage, upstreamMs, deployment, attempts, fallback }, body);
+    }
   }
   head(headers: HeaderList): void {
-    if (!this.#done) this.port.send({ t: 'head', id: this.id, headers, labels: this.labels });
+    const { deployment, attempts, fallback } = this;
+    if (!this.#done) this.port.send({ t: 'head', id: this.id, headers, labels: this.labels, deployment, attempts, fallback });
   }
   data(bytes: Payload): void {
     if (!this.#done) this.port.send({ t: 'data', id: this.id }, bytes);
@@ -126,8 +159,10 @@ class FrameSink implements ResponseSink {
   end(usage: Usage | null, upstreamMs: number): void {
     if (this.#finish()) this.port.send({ t: 'end', id: this.id, usage, upstreamMs });
   }
-  fail(error: { code: ErrorCode; message: string }): void {
-    if (this.#finish()) this.port.send({ t: 'fail', id: this.id, code: error.code, message: error.message, labels: this.labels });
+  fail(error: { code: ErrorCode; message: string }, headers: HeaderList): void {
+    if (!this.#finish()) return;
+    const { deployment, attempts, fallback } = this;
+    this.port.send({ t: 'fail', id: this.id, code: error.code, message: error.message, labels: this.labels === UNROUTED ? null : this.labels, headers, deployment, attempts, fallback });
   }
   #finish(): boolean {
     if (this.#done) return false;

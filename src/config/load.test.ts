@@ -272,14 +272,16 @@ describe('litellm_params is a synonym of params', () => {
 
 describe('a real LiteLLM config.yaml', () => {
   const env = { OPENAI_API_KEY: 'sk-o', AZURE_API_KEY: 'sk-a', GATEWAY_API_KEY: 'gw' };
+  // CONTRACT.md, Routing for high volume: model_info.id, router_settings and litellm_settings' num_retries and
+  // fallbacks are honoured; the rest of model_info and litellm_settings is warned about key by key.
   const unsupported = [
     'model_list[0].litellm_params.rpm',
     'model_list[0].litellm_params.tpm',
-    'model_list[0].model_info',
+    'model_list[0].model_info.mode',
     'model_list[1].litellm_params.api_version',
-    'litellm_settings',
+    'litellm_settings.drop_params',
+    'litellm_settings.request_timeout',
     'general_settings',
-    'router_settings',
   ];
 
   it('loads as it is, with its supported params resolved', () => {
@@ -293,6 +295,10 @@ describe('a real LiteLLM config.yaml', () => {
       credentials: { kind: 'key', key: 'sk-a', source: 'AZURE_API_KEY' },
     });
     expect(alias(config, 'azure-gpt-35').timeouts.totalMs).toBe(30_000);
+    // Its routing: the deployment id it gives, the default one, and router_settings over litellm_settings.
+    expect(alias(config, 'gpt-4o').id).toBe('gpt4o-primary');
+    expect(alias(config, 'azure-gpt-35').id).toBe('azure-gpt-35-0');
+    expect(config.routing.router).toMatchObject({ strategy: 'simple-shuffle', numRetries: 2 });
   });
 
   it('warns exactly once per unsupported key, each warning naming its key path', () => {

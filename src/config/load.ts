@@ -7,9 +7,9 @@ import { readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { parse as parseYaml, YAMLParseError } from 'yaml';
 import { z } from 'zod';
-import type { AliasRoute, Credentials, RoutingConfig, RuleRoute, Timeouts, MockSettings } from '../../protocol/config.js';
+import type { AliasRoute, Credentials, FallbackList, RouterSettings, RoutingConfig, RuleRoute, Timeouts, MockSettings, Upstream } from '../../protocol/config.js';
 import { PROVIDER_INFO, isProviderName, type ProviderName } from '../../protocol/providers.js';
-import { configFileSchema, unsupportedKeys, type ParamsInput } from './schema.js';
+import { configFileSchema, unsupportedKeys, LITELLM_ONLY_STRATEGIES, type ConfigFile, type ParamsInput } from './schema.js';
 import { availableCpus } from './cpu-limit.js';
 import { chooseWorkers, type WorkerMode } from './workers.js';
 import { DEMO_CONFIG_YAML } from './demo.js';
@@ -28,6 +28,9 @@ export const DEFAULTS = {
   timeouts: { connectMs: 10_000, headersMs: 600_000, idleMs: 600_000, totalMs: 600_000 },
   mock: { latencyMs: 0, streamChunks: 8, chunkIntervalMs: 0, embeddingDimensions: 16 },
   health: { checkTimeoutMs: 5_000, startupDelayMs: 0, cacheTtlMs: 1_000, probeBudgetMs: 900, eventLoopDelayMs: 200 },
+  // CONTRACT.md, Routing for high volume: LiteLLM's defaults where it has them.
+  router: { strategy: 'simple-shuffle', numRetries: 2, retryAfterMs: 0, allowedFails: 3, cooldownMs: 30_000, streamCommitTimeoutMs: 10_000 },
+  deployment: { weight: 1, order: 1 },
 } as const;
 
 export interface HealthConfig {
@@ -134,6 +137,10 @@ export function parseConfig(text: string, source: string, env: Env = process.env
   const e = envParsed.data;
 
   const warnings = unsupportedKeys(file).map((key) => `${source}: "${key}" is not supported by Switchyard and is ignored`);
+  const strategy = file.router_settings?.routing_strategy;
+  if (strategy !== undefined && (LITELLM_ONLY_STRATEGIES as readonly string[]).includes(strategy)) {
+    warnings.push(`${source}: router_settings.routing_strategy "${strategy}" is not supported by Switchyard; routing with simple-shuffle`);
+  }
   let toolkit: ReturnType<typeof healthSettingsFromEnv>;
   try {
     toolkit = healthSettingsFromEnv(env);
@@ -153,6 +160,8 @@ export function parseConfig(text: string, source: string, env: Env = process.env
   });
   const maxResponseBodyBytes = e.GATEWAY_MAX_RESPONSE_BYTES ?? file.limits?.max_response_body_bytes ?? DEFAULTS.maxResponseBodyBytes;
 
+  const perAlias = new Map<string, number>();
+  const idsAt = new Map<string, number>();
   const aliases: AliasRoute[] = file.model_list.map((entry, i) => {
     const params = entry.params ?? entry.litellm_params;
     const at = `model_list[${i}].${entry.params ? 'params' : 'litellm_params'}`;
@@ -160,8 +169,23 @@ export function parseConfig(text: string, source: string, env: Env = process.env
     const slash = params.model.indexOf('/');
     const provider = params.model.slice(0, slash);
     if (!isProviderName(provider)) throw new ConfigError(`${source}: ${at}.model: unknown provider "${provider}" (known: ${Object.keys(PROVIDER_INFO).join(', ')})`);
-    return Object.freeze({ alias: entry.model_name, upstreamModel: params.model.slice(slash + 1), ...resolveUpstream(provider, params, env) });
+    const n = perAlias.get(entry.model_name) ?? 0;
+    perAlias.set(entry.model_name, n + 1);
+    const id = entry.model_info?.id ?? `${entry.model_name}-${n}`;
+    const clash = idsAt.get(id);
+    if (clash !== undefined) throw new ConfigError(`${source}: model_list[${i}].model_info.id: "${id}" is already the id of model_list[${clash}]; deployment ids must be unique`);
+    idsAt.set(id, i);
+    return Object.freeze({
+      alias: entry.model_name,
+      id,
+      weight: params.weight ?? DEFAULTS.deployment.weight,
+      order: params.order ?? DEFAULTS.deployment.order,
+      maxParallel: params.max_parallel_requests ?? 0,
+      upstreamModel: params.model.slice(slash + 1),
+      ...resolveUpstream(provider, params, env),
+    });
   });
+  const router = resolveRouter(file, new Set(perAlias.keys()), source);
 
   const rules: RuleRoute[] = file.route_rules.map((rule, i) => {
     if (!isProviderName(rule.provider)) throw new ConfigError(`${source}: route_rules[${i}].provider: unknown provider "${rule.provider}" (known: ${Object.keys(PROVIDER_INFO).join(', ')})`);
@@ -186,12 +210,47 @@ export function parseConfig(text: string, source: string, env: Env = process.env
     apiKeys: Object.freeze(apiKeys),
     apiKeyGenerated,
     health,
-    routing: Object.freeze({ version, aliases: Object.freeze(aliases), rules: Object.freeze(rules), maxResponseBodyBytes }),
+    routing: Object.freeze({ version, aliases: Object.freeze(aliases), slots: Object.freeze([]), rules: Object.freeze(rules), router, maxResponseBodyBytes }),
     warnings: Object.freeze(warnings),
   });
 }
 
-function resolveUpstream(provider: ProviderName, params: Partial<ParamsInput>, env: Env): Omit<AliasRoute, 'alias' | 'upstreamModel'> {
+/** `router_settings` (and `litellm_settings`' retry and fallback keys) with their defaults; fallbacks must name groups. */
+function resolveRouter(file: ConfigFile, groups: ReadonlySet<string>, source: string): RouterSettings {
+  const r = file.router_settings ?? {};
+  const l = file.litellm_settings ?? {};
+  const fallbacks = (key: 'fallbacks' | 'context_window_fallbacks'): readonly FallbackList[] => {
+    const [list, path] = r[key] !== undefined ? [r[key], `router_settings.${key}`] : [l[key], `litellm_settings.${key}`];
+    const out: FallbackList[] = [];
+    (list ?? []).forEach((entry, i) => {
+      for (const [group, to] of Object.entries(entry)) {
+        if (!groups.has(group)) throw new ConfigError(`${source}: ${path}[${i}]: "${group}" is not a model_name of model_list`);
+        to.forEach((target, j) => {
+          if (!groups.has(target)) throw new ConfigError(`${source}: ${path}[${i}].${group}[${j}]: "${target}" is not a model_name of model_list`);
+          if (target === group) throw new ConfigError(`${source}: ${path}[${i}].${group}[${j}]: a group cannot fall back to itself`);
+        });
+        out.push(Object.freeze({ group, to: Object.freeze([...new Set(to)]) }));
+      }
+    });
+    return Object.freeze(out);
+  };
+  const strategy = r.routing_strategy;
+  const ms = (s: number | undefined, fallback: number) => (s === undefined ? fallback : Math.round(s * 1000));
+  return Object.freeze({
+    strategy: strategy === 'least-busy' || strategy === 'latency-based-routing' ? strategy : DEFAULTS.router.strategy,
+    numRetries: r.num_retries ?? l.num_retries ?? DEFAULTS.router.numRetries,
+    retryAfterMs: ms(r.retry_after, DEFAULTS.router.retryAfterMs),
+    // 0 and 1 both cool on the first failure: a deployment is never cooled before it failed.
+    allowedFails: Math.max(1, r.allowed_fails ?? DEFAULTS.router.allowedFails),
+    cooldownMs: ms(r.cooldown_time, DEFAULTS.router.cooldownMs),
+    fallbacks: fallbacks('fallbacks'),
+    contextWindowFallbacks: fallbacks('context_window_fallbacks'),
+    streamCommitTimeoutMs: ms(r.stream_commit_timeout, DEFAULTS.router.streamCommitTimeoutMs),
+    timeoutMs: r.timeout === undefined ? null : Math.round(r.timeout * 1000),
+  });
+}
+
+function resolveUpstream(provider: ProviderName, params: Partial<ParamsInput>, env: Env): Omit<Upstream, 'upstreamModel'> {
   const { defaultApiBase } = PROVIDER_INFO[provider];
   const apiBase = defaultApiBase === null ? null : (params.api_base ?? defaultApiBase).replace(/\/+$/, '');
   return {

@@ -29,18 +29,65 @@ export const paramsSchema = z.looseObject({
   mock_embedding_dimensions: z.number().int().positive().max(65_536).optional(),
   /** Fault injection for resilience tests and demos: `crash` throws asynchronously in the worker, `exit` ends the worker thread. */
   mock_fault: z.enum(['none', 'crash', 'exit']).optional(),
+  // Routing (CONTRACT.md, Routing for high volume): meaningful on a model_list entry only.
+  /** Share of the group's traffic under simple-shuffle. */
+  weight: z.number().positive().finite().optional(),
+  /** Priority tier; lower serves first. */
+  order: z.number().int().nonnegative().optional(),
+  /** Cap on this deployment's calls in flight in the pod. */
+  max_parallel_requests: z.number().int().positive().optional(),
+});
+
+/** The params of a route rule: a rule is not a deployment, so it has no model, weight, order or cap. */
+const ruleParamsSchema = paramsSchema.omit({ model: true, weight: true, order: true, max_parallel_requests: true });
+
+/** A deployment id: printable ASCII without spaces, as it appears in headers, metrics and logs. LiteLLM writes some as numbers. */
+const deploymentId = z
+  .union([z.string(), z.number().transform(String)])
+  .pipe(z.string().regex(/^[\x21-\x7e]{1,128}$/, 'must be 1-128 printable ASCII characters without spaces'));
+
+const modelInfoSchema = z.looseObject({
+  id: deploymentId.optional(),
 });
 
 const modelEntrySchema = z.looseObject({
   model_name: z.string().min(1).max(256),
   params: paramsSchema.optional(),
   litellm_params: paramsSchema.optional(),
+  model_info: modelInfoSchema.optional(),
 });
 
 const routeRuleSchema = z.looseObject({
   provider: z.string().regex(/^[a-z0-9_-]+$/, 'must be a provider name such as "openai"'),
   models: z.array(z.string().min(1)).min(1).default(['*']),
-  params: paramsSchema.omit({ model: true }).optional(),
+  params: ruleParamsSchema.optional(),
+});
+
+/** `[{ group: [fallback, …] }, …]`, LiteLLM's shape. */
+const fallbacksSchema = z.array(z.record(z.string().min(1), z.array(z.string().min(1))));
+
+/** The strategies Switchyard implements; LiteLLM's others load with a warning and route as simple-shuffle. */
+export const ROUTING_STRATEGIES = ['simple-shuffle', 'least-busy', 'latency-based-routing'] as const;
+export const LITELLM_ONLY_STRATEGIES = ['usage-based-routing', 'usage-based-routing-v2', 'cost-based-routing'] as const;
+
+/** LiteLLM's `router_settings` keys that Switchyard honours; any other is warned about by name. */
+const routerSettingsSchema = z.looseObject({
+  routing_strategy: z.enum([...ROUTING_STRATEGIES, ...LITELLM_ONLY_STRATEGIES]).optional(),
+  num_retries: z.number().int().nonnegative().max(100).optional(),
+  retry_after: z.number().nonnegative().finite().optional(),
+  allowed_fails: z.number().int().nonnegative().optional(),
+  cooldown_time: z.number().nonnegative().finite().optional(),
+  fallbacks: fallbacksSchema.optional(),
+  context_window_fallbacks: fallbacksSchema.optional(),
+  stream_commit_timeout: seconds.optional(),
+  timeout: seconds.optional(),
+});
+
+/** `litellm_settings`: only its retry and fallback keys route; `router_settings` wins when both set one. */
+const litellmSettingsSchema = z.looseObject({
+  num_retries: routerSettingsSchema.shape.num_retries,
+  fallbacks: fallbacksSchema.optional(),
+  context_window_fallbacks: fallbacksSchema.optional(),
 });
 
 const limitsSchema = z.looseObject({
@@ -83,6 +130,8 @@ export const configFileSchema = z.looseObject({
   limits: limitsSchema.optional(),
   server: serverSchema.optional(),
   health: healthSchema.optional(),
+  router_settings: routerSettingsSchema.optional(),
+  litellm_settings: litellmSettingsSchema.optional(),
 });
 
 export type ConfigFile = z.infer<typeof configFileSchema>;
@@ -101,11 +150,14 @@ export function unsupportedKeys(file: ConfigFile): string[] {
     const params = entry.params ?? entry.litellm_params;
     const key = entry.params ? 'params' : 'litellm_params';
     if (params) extra(params, paramKeys, `model_list[${i}].${key}.`);
+    if (entry.model_info) extra(entry.model_info, Object.keys(modelInfoSchema.shape), `model_list[${i}].model_info.`);
   });
   file.route_rules.forEach((rule, i) => {
     extra(rule, Object.keys(routeRuleSchema.shape), `route_rules[${i}].`);
-    if (rule.params) extra(rule.params, paramKeys, `route_rules[${i}].params.`);
+    if (rule.params) extra(rule.params, Object.keys(ruleParamsSchema.shape), `route_rules[${i}].params.`);
   });
+  if (file.router_settings) extra(file.router_settings, Object.keys(routerSettingsSchema.shape), 'router_settings.');
+  if (file.litellm_settings) extra(file.litellm_settings, Object.keys(litellmSettingsSchema.shape), 'litellm_settings.');
   if (file.limits) extra(file.limits, Object.keys(limitsSchema.shape), 'limits.');
   if (file.server) extra(file.server, Object.keys(serverSchema.shape), 'server.');
   if (file.health) extra(file.health, Object.keys(healthSchema.shape), 'health.');

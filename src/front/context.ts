@@ -6,6 +6,7 @@ import type { Metrics } from '../metrics/registry.js';
 import type { Counters } from '../supervisor/counters.js';
 import type { HealthSupervisor } from '../supervisor/health-supervisor.js';
 import type { WorkerPool } from '../supervisor/worker-pool.js';
+import type { DeploymentSlots } from '../supervisor/deployment-slots.js';
 import type { BearerAuth } from './auth.js';
 import type { StreamKeepalive } from './keepalive.js';
 import type { Lifecycle } from './lifecycle.js';
@@ -16,6 +17,8 @@ export interface FrontContext {
   /** Swapped with the config on reload (keys may rotate). */
   auth: BearerAuth;
   readonly pool: WorkerPool;
+  /** The pod's shared deployment state and the slot of each deployment id (status and metrics read it). */
+  readonly deployments: DeploymentSlots;
   readonly health: HealthSupervisor;
   readonly metrics: Metrics;
   readonly counters: Counters;

@@ -8,6 +8,7 @@ import type { HttpResponse } from 'uWebSockets.js';
 import { joinForNow, payloadLength, REUSED_JOIN_BYTES, type Payload } from '../../protocol/channel.js';
 import { errorBody, errorStatus, type ErrorCode } from '../../protocol/errors.js';
 import { SERVER_HEADER } from '../../protocol/version.js';
+import type { RoutingFacts } from '../../protocol/frames.js';
 
 const statusLines = new Map<number, string>();
 
@@ -33,6 +34,8 @@ export interface Exchange {
   started: boolean;
   /** Called with the status once a whole response is sent (metrics for the operational routes). */
   onSent?: (status: number) => void;
+  /** Provider routes, once a worker routed the request: written as the x-switchyard-* headers. */
+  routing?: RoutingFacts | null;
 }
 
 /** spec 000, Response headers: `Server` always, `X-Request-ID` always. */
@@ -44,6 +47,23 @@ export function writeHead(ex: Exchange, status: number, contentType: string, ext
   res.writeHeader('x-request-id', ex.requestId);
   res.writeHeader('content-type', contentType);
   if (extra) for (let i = 0; i < extra.length; i += 2) res.writeHeader(extra[i] as string, extra[i + 1] as string);
+  const routing = ex.routing;
+  if (routing) writeRouting(res, routing);
+}
+
+/** CONTRACT.md, Routing for high volume: who served a routed response, on every one of them. */
+function writeRouting(res: HttpResponse, routing: RoutingFacts): void {
+  if (routing.deployment !== null) res.writeHeader('x-switchyard-deployment', headerValue(routing.deployment));
+  res.writeHeader('x-switchyard-attempts', ATTEMPTS[routing.attempts] ?? String(routing.attempts));
+  if (routing.fallback !== null) res.writeHeader('x-switchyard-fallback', headerValue(routing.fallback));
+}
+
+const ATTEMPTS = Array.from({ length: 16 }, (_, n) => String(n));
+const VISIBLE = /^[\x20-\x7e]*$/;
+
+/** Ids and group names as they are when they are printable ASCII (config ids are), else percent-encoded (an alias may be any text). */
+function headerValue(value: string): string {
+  return VISIBLE.test(value) ? value : encodeURIComponent(value);
 }
 
 /** Sends a whole response; a no-op once the client is gone. */

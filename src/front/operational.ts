@@ -5,6 +5,8 @@
  */
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import type { AliasRoute } from '../../protocol/config.js';
+import { groupsOf, type GroupSpec } from '../../protocol/routing-groups.js';
+import type { DeploymentStates } from '../../protocol/deployment-state.js';
 import { httpStatusOf } from '../health/types.js';
 import { VERSION } from '../../protocol/version.js';
 import { workerModeReport } from '../config/workers.js';
@@ -56,7 +58,7 @@ export function status(ctx: FrontContext, ex: Exchange): void {
     workers: pool.workers,
     worker_mode: workerModeReport(ctx.config.workerMode),
     worker_restarts: pool.restarts,
-    models_configured: uniqueAliases(ctx.config.routing.aliases).length,
+    models_configured: groupsOf(ctx.config.routing).size,
     route_rules: ctx.config.routing.rules.length,
     config_version: ctx.config.routing.version,
     requests: {
@@ -71,20 +73,14 @@ export function status(ctx: FrontContext, ex: Exchange): void {
   });
 }
 
-/** One entry per alias; an alias with several deployments reports the first and how many there are. */
-function uniqueAliases(aliases: readonly AliasRoute[]): Array<{ route: AliasRoute; deployments: number }> {
-  const byAlias = new Map<string, { route: AliasRoute; deployments: number }>();
-  for (const route of aliases) {
-    const seen = byAlias.get(route.alias);
-    if (seen) seen.deployments++;
-    else byAlias.set(route.alias, { route, deployments: 1 });
-  }
-  return [...byAlias.values()];
-}
-
-/** Never the key itself: only whether it is there and where it comes from. */
-function modelStatus({ route, deployments }: { route: AliasRoute; deployments: number }): ModelStatus {
+/**
+ * Never the key itself: only whether it is there and where it comes from. The alias-level fields
+ * describe its first deployment; `deployments` lists every one with its live routing state.
+ */
+function modelStatus(group: GroupSpec, ctx: FrontContext, now: number): ModelStatus {
+  const route = group.deployments[0] as AliasRoute;
   const { credentials } = route;
+  const states = ctx.deployments.states;
   return {
     alias: route.alias,
     provider: route.provider,
@@ -92,23 +88,45 @@ function modelStatus({ route, deployments }: { route: AliasRoute; deployments: n
     api_base: route.apiBase,
     credentials: credentials.kind === 'key' ? 'present' : credentials.kind,
     credentials_source: credentials.kind === 'key' ? credentials.source : credentials.kind === 'missing' ? credentials.variable : null,
-    routable: credentials.kind !== 'missing',
-    deployments,
+    routable: group.deployments.some((d) => d.credentials.kind !== 'missing'),
+    routing_strategy: ctx.config.routing.router.strategy,
+    fallbacks: [...group.fallbacks],
+    deployments: group.deployments.map((d, i) => deploymentStatus(d, group.slots[i] as number, states, now)),
+  };
+}
+
+function deploymentStatus(d: AliasRoute, slot: number, states: DeploymentStates, now: number) {
+  const s = states.snapshot(slot, now);
+  return {
+    id: d.id,
+    provider: d.provider,
+    upstream_model: d.upstreamModel,
+    // The origin only: a path can carry a tenant or a token.
+    api_base: d.apiBase === null ? null : new URL(d.apiBase).origin,
+    weight: d.weight,
+    order: d.order,
+    state: s.state,
+    cooldown_remaining_ms: s.cooldownRemainingMs,
+    in_flight: s.inFlight,
+    latency_ewma_ms: s.latencyEwmaMs === null ? null : Math.round(s.latencyEwmaMs * 100) / 100,
+    failures_last_minute: s.failuresLastMinute,
+    last_error: s.lastError,
   };
 }
 
 export function statusModels(ctx: FrontContext, ex: Exchange): void {
-  sendJson(ex, 200, { object: 'list', data: uniqueAliases(ctx.config.routing.aliases).map(modelStatus) });
+  const now = Date.now();
+  sendJson(ex, 200, { object: 'list', data: [...groupsOf(ctx.config.routing).values()].map((group) => modelStatus(group, ctx, now)) });
 }
 
 export function statusModel(ctx: FrontContext, ex: Exchange, req: HttpRequest): void {
   const found = aliasOfPath(ctx, ex, req);
-  if (found) sendJson(ex, 200, modelStatus(found));
+  if (found) sendJson(ex, 200, modelStatus(found, ctx, Date.now()));
 }
 
 /** spec 000: exactly the model_list aliases, in the compatible list format. */
 export function models(ctx: FrontContext, ex: Exchange): void {
-  sendJson(ex, 200, { object: 'list', data: uniqueAliases(ctx.config.routing.aliases).map((alias) => modelObject(ctx, alias)) });
+  sendJson(ex, 200, { object: 'list', data: [...groupsOf(ctx.config.routing).values()].map((group) => modelObject(ctx, group)) });
 }
 
 /** CONTRACT.md: `GET /v1/models/{model}`, one alias as `GET /v1/models` lists it (the SDKs' `models.retrieve`). */
@@ -117,12 +135,13 @@ export function model(ctx: FrontContext, ex: Exchange, req: HttpRequest): void {
   if (found) sendJson(ex, 200, modelObject(ctx, found));
 }
 
-function modelObject(ctx: FrontContext, { route }: { route: AliasRoute }) {
-  return { id: route.alias, object: 'model', created: Math.floor(ctx.counters.startedAt / 1000), owned_by: route.provider };
+/** An alias's owner is its first deployment's provider. */
+function modelObject(ctx: FrontContext, group: GroupSpec) {
+  return { id: group.name, object: 'model', created: Math.floor(ctx.counters.startedAt / 1000), owned_by: (group.deployments[0] as AliasRoute).provider };
 }
 
 /** The alias named by the route's `{model}` segment, or null once the 404 is sent. */
-function aliasOfPath(ctx: FrontContext, ex: Exchange, req: HttpRequest): { route: AliasRoute; deployments: number } | null {
+function aliasOfPath(ctx: FrontContext, ex: Exchange, req: HttpRequest): GroupSpec | null {
   let alias: string;
   try {
     alias = decodeURIComponent(req.getParameter(0));
@@ -130,7 +149,7 @@ function aliasOfPath(ctx: FrontContext, ex: Exchange, req: HttpRequest): { route
     sendError(ex, 'model_not_found', 'the alias is not validly percent-encoded');
     return null;
   }
-  const found = uniqueAliases(ctx.config.routing.aliases).find((a) => a.route.alias === alias);
+  const found = groupsOf(ctx.config.routing).get(alias);
   if (!found) sendError(ex, 'model_not_found', 'no configured alias has this name');
   return found ?? null;
 }

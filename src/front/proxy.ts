@@ -80,7 +80,7 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
   constructor(ctx: FrontContext, route: RouteSpec, res: HttpResponse, requestId: string) {
     this.#ctx = ctx;
     this.#route = route;
-    this.ex = { res, requestId, aborted: false, started: false };
+    this.ex = { res, requestId, aborted: false, started: false, routing: null };
   }
 
   start(op: Operation, body: Uint8Array): void {
@@ -100,6 +100,7 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
 
   reply(frame: ReplyFrame, body: Payload): void {
     this.#labels = frame.labels;
+    this.ex.routing = frame;
     this.#upstreamMs = frame.upstreamMs;
     this.#bytesOut = payloadLength(body);
     sendBody(this.ex, frame.status, frame.contentType, body, frame.headers);
@@ -110,6 +111,7 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
   head(frame: HeadFrame): void {
     if (this.ex.aborted) return;
     this.#labels = frame.labels;
+    this.ex.routing = frame;
     this.#streaming = true;
     this.#ctx.counters.streamsOpen++;
     this.#heldHead = { headers: frame.headers, chunks: [] };
@@ -148,11 +150,15 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
   }
 
   fail(frame: FailFrame): void {
-    if (frame.labels) this.#labels = frame.labels;
+    if (frame.labels) {
+      this.#labels = frame.labels;
+      // Routed (a group was resolved), even when no attempt could be made.
+      if (!this.#streaming) this.ex.routing = frame;
+    }
     const code = frame.code;
     if (code.startsWith('upstream_')) this.#countUpstreamError(code);
     if (!this.#streaming) {
-      this.finishError(code, frame.message, false);
+      this.finishError(code, frame.message, false, frame.headers.length > 0 ? frame.headers : undefined);
       return;
     }
     // CONTRACT.md: a stream that fails after its first byte ends with one SSE error event, then closes.
@@ -183,7 +189,7 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
   interrupt(): void {
     if (this.#finished) return;
     this.#ctx.pool.cancel(this.#id);
-    this.fail({ t: 'fail', id: this.#id, code: 'shutting_down', message: 'the gateway is shutting down', labels: null });
+    this.fail({ t: 'fail', id: this.#id, code: 'shutting_down', message: 'the gateway is shutting down', labels: null, headers: [], deployment: null, attempts: 0, fallback: null });
   }
 
   /** The end of the turn the head came in: it goes out with the chunks held behind it. */
@@ -266,6 +272,8 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
     if (this.#id !== 0) series.requestBytes.observe(this.bytesIn);
     series.responseBytes.observe(this.#bytesOut);
     if (this.#upstreamMs > 0) series.model.upstreamDuration.observe(this.#upstreamMs / 1000);
+    const routing = this.ex.routing ?? null;
+    if (routing !== null && (routing.attempts > 1 || routing.fallback !== null)) ctx.metrics.recordRouting(model, routing);
     const usage = this.#usage;
     if (usage) {
       series.model.promptTokens.inc(usage.prompt);
@@ -284,6 +292,9 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
       ttftMs: this.#ttftMs < 0 ? null : this.#ttftMs,
       bytesIn: this.bytesIn,
       bytesOut: this.#bytesOut,
+      deployment: routing?.deployment ?? null,
+      attempts: routing?.attempts ?? 0,
+      fallback: routing?.fallback ?? null,
     });
   }
 }

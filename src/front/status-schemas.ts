@@ -22,6 +22,23 @@ export const gatewayStatusSchema = z.object({
   }),
 });
 
+/** One deployment of an alias with its live routing state (CONTRACT.md, Routing for high volume). */
+export const deploymentStatusSchema = z.object({
+  id: z.string(),
+  provider: z.string(),
+  upstream_model: z.string(),
+  /** The origin only. */
+  api_base: z.string().nullable(),
+  weight: z.number(),
+  order: z.number().int(),
+  state: z.enum(['healthy', 'cooling_down', 'half_open']),
+  cooldown_remaining_ms: z.number().int(),
+  in_flight: z.number().int(),
+  latency_ewma_ms: z.number().nullable(),
+  failures_last_minute: z.number().int(),
+  last_error: z.object({ code: z.string(), status: z.number().int(), at: z.string() }).nullable(),
+});
+
 export const modelStatusSchema = z.object({
   alias: z.string(),
   provider: z.string(),
@@ -31,7 +48,9 @@ export const modelStatusSchema = z.object({
   credentials: z.enum(['present', 'missing', 'not_required']),
   credentials_source: z.string().nullable(),
   routable: z.boolean(),
-  deployments: z.number().int(),
+  routing_strategy: z.enum(['simple-shuffle', 'least-busy', 'latency-based-routing']),
+  fallbacks: z.array(z.string()),
+  deployments: z.array(deploymentStatusSchema),
 });
 
 export type ModelStatus = z.infer<typeof modelStatusSchema>;

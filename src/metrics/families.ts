@@ -180,3 +180,31 @@ export class HistogramFamily<L extends string> extends Family<L, HistogramSeries
     return { name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values };
   }
 }
+
+/**
+ * A counter whose values live elsewhere and are read when scraped (the
+ * shared deployment state's cooldown counts): nothing to update per request.
+ */
+export class ScrapedCounter {
+  readonly name: string;
+  readonly help: string;
+  readonly labelNames: readonly string[];
+  readonly type = 'counter';
+  readonly aggregator = 'sum';
+  readonly #read: () => Array<{ labels: Record<string, string>; value: number }>;
+
+  constructor(options: FamilyOptions<string>, registry: Registry, read: () => Array<{ labels: Record<string, string>; value: number }>) {
+    this.name = options.name;
+    this.help = options.help;
+    this.labelNames = options.labelNames;
+    this.#read = read;
+    registry.registerMetric(this as unknown as Metric);
+  }
+
+  get(): Promise<Exported> {
+    return Promise.resolve({ name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values: this.#read() });
+  }
+
+  /** Its values are not its own to reset. */
+  reset(): void {}
+}

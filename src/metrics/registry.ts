@@ -14,7 +14,10 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import { STARTUP_CHECK } from '../health/registry.js';
 import type { HealthReport, HealthStatus } from '../health/types.js';
 import type { PoolStats } from '../supervisor/worker-pool.js';
-import { CounterFamily, HistogramFamily, type CounterSeries, type HistogramSeries } from './families.js';
+import type { RoutingConfig } from '../../protocol/config.js';
+import type { DeploymentStates } from '../../protocol/deployment-state.js';
+import type { RoutingFacts } from '../../protocol/frames.js';
+import { CounterFamily, HistogramFamily, ScrapedCounter, type CounterSeries, type HistogramSeries } from './families.js';
 import { statusClass } from './status-class.js';
 
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
@@ -58,6 +61,9 @@ export interface MetricSources {
   readonly counters: { readonly inFlight: number; readonly streamsOpen: number };
   readonly pool: { stats(): PoolStats };
   readonly health: { onRun(listener: (report: HealthReport) => void): void };
+  /** The shared deployment state, and the config whose deployments it holds (swapped on reload). */
+  readonly deployments: { readonly states: DeploymentStates };
+  readonly config: { readonly routing: RoutingConfig };
 }
 
 export class GatewayMetrics {
@@ -134,6 +140,24 @@ export class GatewayMetrics {
     this.registry,
   );
 
+  // ── routing (docs/ROUTING.md): counted when a request that was retried or fell back finishes ──
+  readonly retries = new CounterFamily(
+    {
+      name: 'switchyard_retries_total',
+      help: 'Attempts after the first (retries and fallback attempts), by the model alias the caller asked for',
+      labelNames: ['model'] as const,
+    },
+    this.registry,
+  );
+  readonly fallbacks = new CounterFamily(
+    {
+      name: 'switchyard_fallbacks_total',
+      help: 'Requests answered from a fallback group, by the model alias the caller asked for and the fallback group',
+      labelNames: ['model', 'fallback'] as const,
+    },
+    this.registry,
+  );
+
   // ── gateway state, read when scraped ──
   #sources: MetricSources | null = null;
 
@@ -144,6 +168,8 @@ export class GatewayMetrics {
   readonly workerRestarts: Counter;
   readonly healthCheckDuration: Histogram<'check'>;
   readonly healthCheckStatus: Gauge<'check'>;
+  readonly deploymentState: Gauge<'model' | 'deployment'>;
+  readonly cooldowns: ScrapedCounter;
 
   readonly #byResult = new Map<string, ResultSeries>();
   readonly #byModel = new Map<string, ModelSeries>();
@@ -217,6 +243,40 @@ export class GatewayMetrics {
       labelNames: ['check'] as const,
       registers,
     });
+    this.deploymentState = new Gauge({
+      name: 'switchyard_deployment_state',
+      help: 'Each deployment of the config: 0 healthy, 1 half-open, 2 cooling down (the pod-wide shared state)',
+      labelNames: ['model', 'deployment'] as const,
+      registers,
+      collect() {
+        const s = sources();
+        if (!s) return;
+        this.reset();
+        const { aliases, slots } = s.config.routing;
+        const now = Date.now();
+        aliases.forEach((route, i) => this.set({ model: route.alias, deployment: route.id }, s.deployments.states.stateAt(slots[i] as number, now)));
+      },
+    });
+    this.cooldowns = new ScrapedCounter(
+      {
+        name: 'switchyard_cooldowns_total',
+        help: 'Cooldowns each deployment of the config began, since its id was first configured',
+        labelNames: ['model', 'deployment'],
+      },
+      this.registry,
+      () => {
+        const s = sources();
+        if (!s) return [];
+        const { aliases, slots } = s.config.routing;
+        return aliases.map((route, i) => ({ labels: { model: route.alias, deployment: route.id }, value: s.deployments.states.cooldowns(slots[i] as number) }));
+      },
+    );
+  }
+
+  /** A finished request that took more than one attempt or was served by a fallback group. */
+  recordRouting(model: string, routing: RoutingFacts): void {
+    if (routing.attempts > 1) this.retries.inc({ model }, routing.attempts - 1);
+    if (routing.fallback !== null) this.fallbacks.inc({ model, fallback: routing.fallback });
   }
 
   /**

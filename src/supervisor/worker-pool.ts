@@ -16,6 +16,7 @@ import { enableTransferInNewIsolates, localChannel, wholePayload, type FrameSend
 import { FramePort } from '../../protocol/frame-port.js';
 import { RingReader, RingWriter, ringMemory } from '../../protocol/shared-ring.js';
 import { ChurnMap } from '../../protocol/churn-tables.js';
+import type { DeploymentSlots } from './deployment-slots.js';
 import {
   PROTOCOL_VERSION,
   type AttachTask,
@@ -23,6 +24,7 @@ import {
   type FailFrame,
   type FromWorker,
   type HeadFrame,
+  type NoticeFrame,
   type Operation,
   type PongFrame,
   type ProbedFrame,
@@ -88,6 +90,7 @@ export class WorkerPool {
   /** Pings and probes waiting for their answer, by frame id. */
   readonly #control = new Map<number, (frame: PongFrame | ProbedFrame) => void>();
   readonly #log: Logger;
+  readonly #deployments: DeploymentSlots;
   #routing: RoutingConfig;
   #nextId = 1;
   #closing = false;
@@ -97,23 +100,27 @@ export class WorkerPool {
    * thread (no thread hop: on a one-core pod a hop's wake-ups cost more
    * than the JSON work it moves off the front).
    */
-  static async start(size: number, routing: RoutingConfig, log: Logger): Promise<WorkerPool> {
+  static async start(size: number, routing: RoutingConfig, log: Logger, deployments: DeploymentSlots): Promise<WorkerPool> {
     // The session (undici, the providers) is loaded on the front thread only when it runs there:
     // with worker threads the front never calls a provider, and undici alone is ~20 MB of RSS.
-    return new WorkerPool(size === 0 ? (await import('../../workers/session.js')).WorkerSession : size, routing, log);
+    return new WorkerPool(size === 0 ? (await import('../../workers/session.js')).WorkerSession : size, routing, log, deployments);
   }
 
-  /** `workers`: how many worker threads, or the session class to run inline on this thread. */
-  private constructor(workers: number | SessionConstructor, routing: RoutingConfig, log: Logger) {
+  /**
+   * `workers`: how many worker threads, or the session class to run inline on this thread.
+   * `deployments`: the shared deployment state every session routes by (worker i is its worker i).
+   */
+  private constructor(workers: number | SessionConstructor, routing: RoutingConfig, log: Logger, deployments: DeploymentSlots) {
     this.#routing = routing;
     this.#log = log;
+    this.#deployments = deployments;
     if (typeof workers !== 'number') {
       const InlineSession = workers;
       this.#piscina = null;
       const { a, b } = localChannel<FromWorker, ToWorker>();
       const slot = { index: 0, inFlight: 0, restarts: 0 } as Slot;
       slot.port = a((frame, payload) => this.#onFrame(frame, payload));
-      new InlineSession(b, routing);
+      new InlineSession(b, routing, { memory: deployments.memory, worker: 0 });
       this.#slots.push(slot);
       return;
     }
@@ -233,7 +240,8 @@ export class WorkerPool {
     const calls = ringMemory(CALL_RING_BYTES);
     const rings = { borrowFrom: new RingReader(replies), lendInto: new RingWriter(calls) };
     slot.port = new FramePort<FromWorker, ToWorker>(port1, (frame, payload) => this.#onFrame(frame, payload), rings);
-    const task: AttachTask = { protocol: PROTOCOL_VERSION, port: port2 as unknown as AttachTask['port'], replies, calls, routing: this.#routing };
+    const state = { memory: this.#deployments.memory, worker: slot.index };
+    const task: AttachTask = { protocol: PROTOCOL_VERSION, port: port2 as unknown as AttachTask['port'], replies, calls, routing: this.#routing, state };
     (this.#piscina as Piscina).run(task, { transferList: [port2] as never }).then(
       () => this.#detached(slot, null),
       (err: unknown) => this.#detached(slot, err),
@@ -245,10 +253,12 @@ export class WorkerPool {
     if (this.#closing) return;
     this.#log.error({ event: 'worker_died', worker: slot.index, err: err instanceof Error ? err.message : String(err) }, 'provider worker stopped; replacing it');
     slot.restarts++;
+    // What it held in the shared deployment state (calls in flight, a half-open trial) is given back for it.
+    this.#deployments.states.takeBack(slot.index);
     for (const [id, pending] of this.#pending.entries()) {
       if (pending.slot !== slot) continue;
       this.#settle(id, pending);
-      pending.handlers.fail({ t: 'fail', id, code: 'worker_crashed', message: 'the worker handling this request stopped', labels: null });
+      pending.handlers.fail({ t: 'fail', id, code: 'worker_crashed', message: 'the worker handling this request stopped', labels: null, headers: [], deployment: null, attempts: 0, fallback: null });
     }
     slot.port.close();
     this.#attach(slot);
@@ -261,6 +271,7 @@ export class WorkerPool {
       done?.(frame);
       return;
     }
+    if (frame.t === 'notice') return this.#logNotice(frame);
     const pending = this.#pending.get(frame.id);
     if (!pending) return; // cancelled, or its worker was replaced
     const { handlers } = pending;
@@ -283,6 +294,16 @@ export class WorkerPool {
         this.#settle(frame.id, pending);
         handlers.fail(frame);
         return;
+    }
+  }
+
+  /** docs/ROUTING.md, "Logs": a cooldown that began, a provider that refused the gateway's key. */
+  #logNotice(n: NoticeFrame): void {
+    const fields = { event: n.event, model: n.model, deployment: n.deployment, code: n.code, status: n.status };
+    if (n.event === 'deployment_cooled') {
+      this.#log.warn({ ...fields, cooldown_ms: n.cooldownMs }, `deployment "${n.deployment}" of "${n.model}" cooling down for ${Math.round(n.cooldownMs / 1000)} s after ${n.code}`);
+    } else {
+      this.#log.error({ ...fields, provider_message: n.detail }, `the provider of deployment "${n.deployment}" refused the gateway's credentials (status ${n.status})`);
     }
   }
 

@@ -1,12 +1,15 @@
 /**
- * The provider adapter interface: one `call` per request. An adapter answers
- * through the sink exactly once with `reply` or `fail`, or with `head`,
- * any number of `data`, then `end` or `fail`.
+ * The provider adapter interface: one `call` is ONE attempt on one
+ * deployment. Its success goes to the sink, exactly once as `reply`, or as
+ * `head`, any number of `data`, then `end`; its failure is thrown: an
+ * AttemptFailure (workers/routing/failure.ts) for a provider answer it
+ * classified, or any error for the rest. The attempt loop
+ * (workers/routing/attempts.ts) decides from it whether to retry, fall
+ * back or answer; an adapter never answers the caller itself.
  */
 import type { Payload } from '../../protocol/channel.js';
 import type { Upstream } from '../../protocol/config.js';
 import type { HeaderList, Operation, Usage } from '../../protocol/frames.js';
-import type { ErrorCode } from '../../protocol/errors.js';
 import type { CallControl } from '../call-control.js';
 import type { Flow } from '../flow.js';
 
@@ -20,24 +23,32 @@ export interface ProviderCall {
   /** limits.max_response_body_bytes of the config the call started with. */
   readonly maxResponseBytes: number;
   /**
-   * Stops when the client leaves (the adapter stops and answers nothing) or
-   * a deadline passes: the adapter calls `control.abort` with the deadline's
-   * GatewayError, which is then the reason.
+   * Stops this attempt when the client leaves or the request's time is up
+   * (the adapter stops; the loop answers or not), or when one of the
+   * attempt's own deadlines passes: the adapter calls `control.abort` with
+   * the deadline's GatewayError, which is then the reason.
    */
   readonly control: CallControl;
   readonly flow: Flow;
+  /** What is left of the whole request's time: the attempt's total deadline is at most this. */
+  readonly budgetMs: number;
+  /** performance.now() when the response headers arrived, set by the adapter: the latency sample of an answer that is not a stream. */
+  headersAt: number;
 }
 
-export interface ResponseSink {
+/** Where an attempt's success goes. */
+export interface AttemptSink {
   /** `body`: a buffer the sink may keep, or an upstream body's pieces as read (see Payload in protocol/channel.ts). */
   reply(status: number, contentType: string, headers: HeaderList, body: Payload, usage: Usage | null, upstreamMs: number): void;
   head(headers: HeaderList): void;
-  /** Whole SSE events, ready to write: a buffer the sink may keep, or pieces only read (see Payload). */
+  /**
+   * Whole SSE events, ready to write: a buffer the sink may keep, or pieces only read (see Payload).
+   * Throws when the events end the attempt (an error event before the stream's first content).
+   */
   data(bytes: Payload): void;
   end(usage: Usage | null, upstreamMs: number): void;
-  fail(error: { code: ErrorCode; message: string }): void;
 }
 
 export interface ProviderAdapter {
-  call(call: ProviderCall, sink: ResponseSink): Promise<void>;
+  call(call: ProviderCall, sink: AttemptSink): Promise<void>;
 }

@@ -7,7 +7,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Usage } from '../../protocol/frames.js';
-import type { ProviderAdapter, ProviderCall, ResponseSink } from './adapter.js';
+import type { AttemptSink, ProviderAdapter, ProviderCall } from './adapter.js';
 
 const CREATED = 1_700_000_000;
 const encoder = new TextEncoder();
@@ -17,6 +17,7 @@ export const mockAdapter: ProviderAdapter = {
     const started = performance.now();
     const { mock } = call.upstream;
     if (mock.latencyMs > 0) await sleep(mock.latencyMs, undefined, { signal: call.control.signal });
+    call.headersAt = performance.now();
     if (mock.fault !== 'none') return injectFault(mock.fault);
     if (call.op === 'embeddings') {
       const { body, usage } = embeddings(call);
@@ -44,7 +45,7 @@ export const mockAdapter: ProviderAdapter = {
   },
 };
 
-async function stream(call: ProviderCall, sink: ResponseSink, s: { id: string; model: string; words: string[]; usage: Usage; started: number }): Promise<void> {
+async function stream(call: ProviderCall, sink: AttemptSink, s: { id: string; model: string; words: string[]; usage: Usage; started: number }): Promise<void> {
   const { chunkIntervalMs } = call.upstream.mock;
   const chunk = (delta: object, finish: string | null) =>
     `data: ${JSON.stringify({ id: s.id, object: 'chat.completion.chunk', created: CREATED, model: s.model, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }] })}\n\n`;

@@ -1,8 +1,9 @@
 /**
  * Any OpenAI-compatible upstream (OpenAI, vLLM, Ollama, LM Studio, Groq,
  * Together, …) at the route's `api_base`. The body is forwarded with only
- * `model` rewritten. Provider 4xx pass through; 3xx, 5xx, timeouts,
- * resets and bodies that are not the compatible format become 502s.
+ * `model` rewritten. One attempt: a success goes to the sink (a body
+ * passed on in the pieces undici read it in); anything else is thrown,
+ * classified (workers/routing/failure.ts) for the attempt loop.
  */
 import { bearerKey } from '../../protocol/config.js';
 import type { Usage } from '../../protocol/frames.js';
@@ -14,7 +15,8 @@ import { Deadlines } from '../deadlines.js';
 import { SseParser, serializeEvents, type SseBatch } from '../sse.js';
 import { utf8Text } from '../bytes.js';
 import { toUpstreamError, upstreamExchange, UpstreamExchange, type UpstreamHead } from '../upstream-http.js';
-import type { ProviderAdapter, ProviderCall, ResponseSink } from './adapter.js';
+import { AttemptFailure, providerFailure, retryAfterMs } from '../routing/failure.js';
+import type { AttemptSink, ProviderAdapter, ProviderCall } from './adapter.js';
 
 const PATHS = { chat: '/chat/completions', embeddings: '/embeddings' } as const;
 const USER_AGENT = `switchyard/${VERSION}`;
@@ -28,7 +30,7 @@ export const openaiAdapter: ProviderAdapter = {
     if (upstream.apiBase === null) throw new GatewayError('internal_error', 'this provider has no api_base');
     // call.control is "stop now": the client left, or a deadline passed (then its reason is the GatewayError).
     const { control } = call;
-    const deadlines = new Deadlines((reason) => control.abort(reason), upstream.timeouts);
+    const deadlines = new Deadlines((reason) => control.abort(reason), upstream.timeouts, call.budgetMs);
     const exchange = new UpstreamExchange(call.maxResponseBytes, deadlines, call.stream ? isEventStream : null);
     control.onAbort((reason) => exchange.abort(reason));
     let answered = false;
@@ -44,15 +46,15 @@ export const openaiAdapter: ProviderAdapter = {
       if (key !== null) headers.authorization = `Bearer ${key}`;
       upstreamExchange(upstream.apiBase, upstream.timeouts.connectMs, 'POST', PATHS[call.op], JSON.stringify(call.body), headers, exchange);
       const { status, headers: responseHeaders } = await exchange.head;
+      call.headersAt = performance.now();
       answered = true;
       const passHeaders = allowlistedHeaders(responseHeaders);
-      if (status >= 300 && status < 400) throw new GatewayError('upstream_redirect');
-      if (status >= 500 || status < 200) throw new GatewayError('upstream_error', `the provider answered with status ${status}`);
+      if (status >= 300 && status < 400) throw new AttemptFailure('transient', 'upstream_redirect', 'the provider answered with a redirect, which the gateway does not follow', status, passHeaders);
+      if (status >= 500 || status < 200 || status === 408) throw providerFailure(status, passHeaders, retryAfterMs(responseHeaders), '', null);
       if (status >= 400) {
-        // CONTRACT.md: provider 4xx pass through with their status and body.
+        // CONTRACT.md: provider 4xx pass through with their status and body (when no other deployment should be tried).
         const body = await exchange.body;
-        sink.reply(status, looksLikeJson(body) ? 'application/json' : 'text/plain; charset=utf-8', passHeaders, body, null, performance.now() - started);
-        return;
+        throw providerFailure(status, passHeaders, retryAfterMs(responseHeaders), looksLikeJson(body) ? 'application/json' : 'text/plain; charset=utf-8', body);
       }
       if (call.stream) {
         if (!isEventStream({ status, headers: responseHeaders })) {
@@ -68,6 +70,7 @@ export const openaiAdapter: ProviderAdapter = {
       sink.reply(status, 'application/json', passHeaders, body, usage, performance.now() - started);
     } catch (err) {
       if (control.aborted && control.reason instanceof GatewayError) throw control.reason;
+      if (err instanceof AttemptFailure) throw err;
       throw toUpstreamError(err, answered);
     } finally {
       control.onAbort(null);
@@ -95,7 +98,7 @@ const CLOSE_BRACE = 0x7d;
  * undici. Only an event that may carry usage is parsed. Pausing the flow
  * pauses the upstream read.
  */
-async function relayEvents(exchange: UpstreamExchange, call: ProviderCall, sink: ResponseSink, deadlines: Deadlines): Promise<Usage | null> {
+async function relayEvents(exchange: UpstreamExchange, call: ProviderCall, sink: AttemptSink, deadlines: Deadlines): Promise<Usage | null> {
   const parser = new SseParser(Math.min(MAX_EVENT_BYTES, call.maxResponseBytes));
   let usage: Usage | null = null;
   const check = (data: string) => {

@@ -1,0 +1,275 @@
+/**
+ * Deployment state, one view per pod: a SharedArrayBuffer with one fixed
+ * slot per deployment, read and written by every worker thread (picks and
+ * attempt outcomes) and by the front (status, metrics, a dead worker's
+ * leftovers). The front makes it once at start and hands it to each worker
+ * when it attaches; with GATEWAY_WORKERS=0 the inline session uses the same
+ * object. docs/ARCHITECTURE.md, "Routing", says why shared memory and not
+ * the front thread.
+ *
+ * Counters that threads race on (in flight, failures, the half-open trial)
+ * are Int32 fields under Atomics, so a cap is never exceeded and exactly
+ * one trial passes. Times and the latency average are Float64 fields,
+ * written whole (an aligned 8-byte store on x64 and arm64); a race between
+ * two of those writes costs one pick's precision, never a wrong count.
+ *
+ * Per slot, 64 bytes:
+ *
+ *   int32 [0..7]   in_flight, failures (current window), trial holder (worker + 1, or 0),
+ *                  latency samples, cooldowns, last error code, last error status, spare
+ *   float64 [4..7] window start, cooldown until, latency EWMA (ms), last error at (Date.now ms)
+ *
+ * After the slots, one Int32 per (worker, slot): that worker's share of
+ * in_flight, so the front can take back what a worker that died held.
+ */
+import { ERRORS, type ErrorCode } from './errors.js';
+
+const I32_PER_SLOT = 16;
+const F64_PER_SLOT = 8;
+const SLOT_BYTES = 64;
+
+const IN_FLIGHT = 0;
+const FAILURES = 1;
+const TRIAL = 2;
+const SAMPLES = 3;
+const COOLDOWNS = 4;
+const LAST_CODE = 5;
+const LAST_STATUS = 6;
+const WINDOW_START = 4;
+const COOLDOWN_UNTIL = 5;
+const EWMA = 6;
+const LAST_AT = 7;
+
+/** The failure window of `allowed_fails` (LiteLLM's: one minute). */
+export const FAILURE_WINDOW_MS = 60_000;
+/** Weight of a new sample in the latency average: about the last five calls count. */
+const EWMA_ALPHA = 0.3;
+
+/** What `last_error.code` can be: a gateway error code, or `rate_limited` for a provider 429 (passed through, so not in the catalogue). */
+export type FailureCode = ErrorCode | 'rate_limited';
+const FAILURE_CODES: readonly FailureCode[] = [...(Object.keys(ERRORS) as ErrorCode[]), 'rate_limited'];
+const CODE_INDEX = new Map<FailureCode, number>(FAILURE_CODES.map((code, i) => [code, i + 1]));
+
+/** `switchyard_deployment_state` values, also the order of `DEPLOYMENT_STATES`. */
+export const HEALTHY = 0;
+export const HALF_OPEN = 1;
+export const COOLING = 2;
+export const DEPLOYMENT_STATES = ['healthy', 'half_open', 'cooling_down'] as const;
+export type DeploymentStateName = (typeof DEPLOYMENT_STATES)[number];
+
+/** A reservation's kind: refused, an ordinary call, or the one call let through a half-open deployment. */
+export const REFUSED = 0;
+export const RESERVED = 1;
+export const TRIAL_RESERVED = 2;
+export type Reservation = typeof REFUSED | typeof RESERVED | typeof TRIAL_RESERVED;
+
+/** How a failure weighs on its deployment (the failure table of CONTRACT.md). */
+export interface FailureRecord {
+  readonly code: FailureCode;
+  /** The provider's HTTP status, 0 when there was no answer. */
+  readonly status: number;
+  /** 429, 401, 403: cool at once rather than after `allowed_fails`. */
+  readonly coolNow: boolean;
+  /** How long a cooldown started now lasts. */
+  readonly cooldownMs: number;
+  readonly allowedFails: number;
+  /** A group of one deployment and no fallbacks: recorded, never cooled. */
+  readonly lone: boolean;
+}
+
+/** One deployment's state as /status shows it. */
+export interface DeploymentSnapshot {
+  readonly state: DeploymentStateName;
+  readonly cooldownRemainingMs: number;
+  readonly inFlight: number;
+  readonly latencyEwmaMs: number | null;
+  readonly failuresLastMinute: number;
+  readonly lastError: { readonly code: FailureCode; readonly status: number; readonly at: string } | null;
+  readonly cooldowns: number;
+}
+
+/** What a thread needs to open the shared state: the memory and its shape. */
+export interface DeploymentStateMemory {
+  readonly buffer: SharedArrayBuffer;
+  readonly capacity: number;
+  readonly workers: number;
+}
+
+/** Bytes for `capacity` slots and `workers` threads' shares. */
+export function deploymentStateMemory(capacity: number, workers: number): DeploymentStateMemory {
+  const w = Math.max(1, workers);
+  return { buffer: new SharedArrayBuffer(capacity * SLOT_BYTES + capacity * w * 4), capacity, workers: w };
+}
+
+export class DeploymentStates {
+  readonly capacity: number;
+  readonly workers: number;
+  readonly #i32: Int32Array;
+  readonly #f64: Float64Array;
+  /** Per-worker shares of in_flight: [worker * capacity + slot]. */
+  readonly #shares: Int32Array;
+  /** This thread's worker index (its share, and its mark on a trial it holds). */
+  readonly #worker: number;
+
+  constructor(memory: DeploymentStateMemory, worker: number) {
+    this.capacity = memory.capacity;
+    this.workers = memory.workers;
+    this.#i32 = new Int32Array(memory.buffer, 0, memory.capacity * I32_PER_SLOT);
+    this.#f64 = new Float64Array(memory.buffer, 0, memory.capacity * F64_PER_SLOT);
+    this.#shares = new Int32Array(memory.buffer, memory.capacity * SLOT_BYTES, memory.capacity * memory.workers);
+    this.#worker = worker;
+  }
+
+  inFlight(slot: number): number {
+    return Atomics.load(this.#i32, slot * I32_PER_SLOT + IN_FLIGHT);
+  }
+
+  /** Latency average in ms; the sample count is read with `hasLatency`. */
+  latency(slot: number): number {
+    return this.#f64[slot * F64_PER_SLOT + EWMA] as number;
+  }
+
+  hasLatency(slot: number): boolean {
+    return Atomics.load(this.#i32, slot * I32_PER_SLOT + SAMPLES) > 0;
+  }
+
+  /** HEALTHY, HALF_OPEN or COOLING at `now` (Date.now ms). */
+  stateAt(slot: number, now: number): number {
+    const until = this.#f64[slot * F64_PER_SLOT + COOLDOWN_UNTIL] as number;
+    return until === 0 ? HEALTHY : now < until ? COOLING : HALF_OPEN;
+  }
+
+  /** Whether a pick may choose it now: not cooling, its trial free if half-open, under its cap (0: none). */
+  usable(slot: number, now: number, cap: number): boolean {
+    const until = this.#f64[slot * F64_PER_SLOT + COOLDOWN_UNTIL] as number;
+    if (until !== 0 && (now < until || Atomics.load(this.#i32, slot * I32_PER_SLOT + TRIAL) !== 0)) return false;
+    return cap === 0 || Atomics.load(this.#i32, slot * I32_PER_SLOT + IN_FLIGHT) < cap;
+  }
+
+  /** When its cooldown ends (Date.now ms), 0 when it is not cooled. */
+  cooldownUntil(slot: number): number {
+    return this.#f64[slot * F64_PER_SLOT + COOLDOWN_UNTIL] as number;
+  }
+
+  /**
+   * Takes one place in flight, never past `cap` (0: none), and a half-open
+   * deployment's one trial; REFUSED when another thread took the last place
+   * or the trial first. Every reservation is given back by `release`.
+   */
+  reserve(slot: number, now: number, cap: number): Reservation {
+    const base = slot * I32_PER_SLOT;
+    const i32 = this.#i32;
+    let kind: Reservation = RESERVED;
+    const until = this.#f64[slot * F64_PER_SLOT + COOLDOWN_UNTIL] as number;
+    if (until !== 0) {
+      if (now < until || Atomics.compareExchange(i32, base + TRIAL, 0, this.#worker + 1) !== 0) return REFUSED;
+      kind = TRIAL_RESERVED;
+    }
+    if (cap === 0) Atomics.add(i32, base + IN_FLIGHT, 1);
+    else {
+      for (;;) {
+        const current = Atomics.load(i32, base + IN_FLIGHT);
+        if (current >= cap) {
+          if (kind === TRIAL_RESERVED) Atomics.store(i32, base + TRIAL, 0);
+          return REFUSED;
+        }
+        if (Atomics.compareExchange(i32, base + IN_FLIGHT, current, current + 1) === current) break;
+      }
+    }
+    Atomics.add(this.#shares, this.#worker * this.capacity + slot, 1);
+    return kind;
+  }
+
+  /** Gives back a reservation. A trial with no outcome (the client left) frees the trial for the next call. */
+  release(slot: number, kind: Reservation): void {
+    if (kind === REFUSED) return;
+    Atomics.sub(this.#i32, slot * I32_PER_SLOT + IN_FLIGHT, 1);
+    Atomics.sub(this.#shares, this.#worker * this.capacity + slot, 1);
+    if (kind === TRIAL_RESERVED) Atomics.compareExchange(this.#i32, slot * I32_PER_SLOT + TRIAL, this.#worker + 1, 0);
+  }
+
+  /**
+   * A call succeeded; `latencyMs` (time to headers, or to the first token
+   * of a stream) joins the average. A half-open trial's success makes the
+   * deployment healthy; any other success leaves a cooldown as it is.
+   */
+  succeed(slot: number, kind: Reservation, latencyMs: number): void {
+    const base = slot * I32_PER_SLOT;
+    const f = slot * F64_PER_SLOT;
+    const f64 = this.#f64;
+    const samples = Atomics.add(this.#i32, base + SAMPLES, 1);
+    f64[f + EWMA] = samples === 0 ? latencyMs : (f64[f + EWMA] as number) + EWMA_ALPHA * (latencyMs - (f64[f + EWMA] as number));
+    if (kind === TRIAL_RESERVED) {
+      f64[f + COOLDOWN_UNTIL] = 0;
+      Atomics.store(this.#i32, base + FAILURES, 0);
+    }
+  }
+
+  /** A call failed in a way that weighs on its deployment; returns whether this started a cooldown. */
+  fail(slot: number, kind: Reservation, failure: FailureRecord, now: number): boolean {
+    const base = slot * I32_PER_SLOT;
+    const f = slot * F64_PER_SLOT;
+    const i32 = this.#i32;
+    const f64 = this.#f64;
+    Atomics.store(i32, base + LAST_CODE, CODE_INDEX.get(failure.code) ?? 0);
+    Atomics.store(i32, base + LAST_STATUS, failure.status);
+    f64[f + LAST_AT] = now;
+    if (now - (f64[f + WINDOW_START] as number) >= FAILURE_WINDOW_MS) {
+      f64[f + WINDOW_START] = now;
+      Atomics.store(i32, base + FAILURES, 0);
+    }
+    const failures = Atomics.add(i32, base + FAILURES, 1) + 1;
+    if (failure.lone) return false;
+    if (kind !== TRIAL_RESERVED && !failure.coolNow && failures < failure.allowedFails) return false;
+    const until = f64[f + COOLDOWN_UNTIL] as number;
+    const started = !(until > now);
+    f64[f + COOLDOWN_UNTIL] = Math.max(until, now + failure.cooldownMs);
+    if (started) Atomics.add(i32, base + COOLDOWNS, 1);
+    return started;
+  }
+
+  /** Cooldowns started since the slot was given its deployment (switchyard_cooldowns_total). */
+  cooldowns(slot: number): number {
+    return Atomics.load(this.#i32, slot * I32_PER_SLOT + COOLDOWNS);
+  }
+
+  snapshot(slot: number, now: number): DeploymentSnapshot {
+    const base = slot * I32_PER_SLOT;
+    const f = slot * F64_PER_SLOT;
+    const i32 = this.#i32;
+    const f64 = this.#f64;
+    const state = this.stateAt(slot, now);
+    const code = FAILURE_CODES[Atomics.load(i32, base + LAST_CODE) - 1];
+    const windowStart = f64[f + WINDOW_START] as number;
+    return {
+      state: DEPLOYMENT_STATES[state] as DeploymentStateName,
+      cooldownRemainingMs: state === COOLING ? Math.ceil((f64[f + COOLDOWN_UNTIL] as number) - now) : 0,
+      inFlight: Atomics.load(i32, base + IN_FLIGHT),
+      latencyEwmaMs: this.hasLatency(slot) ? (f64[f + EWMA] as number) : null,
+      failuresLastMinute: now - windowStart < FAILURE_WINDOW_MS ? Atomics.load(i32, base + FAILURES) : 0,
+      lastError: code === undefined ? null : { code, status: Atomics.load(i32, base + LAST_STATUS), at: new Date(f64[f + LAST_AT] as number).toISOString() },
+      cooldowns: Atomics.load(i32, base + COOLDOWNS),
+    };
+  }
+
+  /** Ends a cooldown at once: a deployment that became the lone member of its group is never cooled. */
+  forgive(slot: number): void {
+    this.#f64[slot * F64_PER_SLOT + COOLDOWN_UNTIL] = 0;
+  }
+
+  /** A slot handed to a new deployment id starts from nothing. */
+  clear(slot: number): void {
+    // Through Atomics, field by field: another thread may still be giving back a place on it.
+    for (let i = 0; i < I32_PER_SLOT; i++) Atomics.store(this.#i32, slot * I32_PER_SLOT + i, 0);
+    this.#f64.fill(0, slot * F64_PER_SLOT + WINDOW_START, (slot + 1) * F64_PER_SLOT);
+  }
+
+  /** A worker died: what it held in flight, and any trial it held, are given back for it. */
+  takeBack(worker: number): void {
+    for (let slot = 0; slot < this.capacity; slot++) {
+      const share = Atomics.exchange(this.#shares, worker * this.capacity + slot, 0);
+      if (share !== 0) Atomics.sub(this.#i32, slot * I32_PER_SLOT + IN_FLIGHT, share);
+      Atomics.compareExchange(this.#i32, slot * I32_PER_SLOT + TRIAL, worker + 1, 0);
+    }
+  }
+}

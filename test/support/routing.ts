@@ -1,0 +1,94 @@
+/**
+ * What the routing tests share: a real gateway (real threads) in front of
+ * scripted deployments, a chat request that returns what the tests read
+ * (status, headers, body), and the deployments' state from /status.
+ */
+import { startTestGateway, type TestGateway } from './gateway.js';
+import { startScriptedUpstream, type ScriptedUpstream } from './scripted-upstream.js';
+
+export interface Routed {
+  readonly up: ScriptedUpstream;
+  readonly gw: TestGateway;
+  close(): Promise<void>;
+}
+
+/** Scripted deployments `names`, and a gateway whose config `yaml` builds from them. */
+export async function startRouted(names: readonly string[], yaml: (up: ScriptedUpstream) => string, options: { workers?: number; env?: Record<string, string> } = {}): Promise<Routed> {
+  const up = await startScriptedUpstream(names);
+  const gw = await startTestGateway({ yaml: yaml(up), workers: options.workers, env: options.env });
+  return {
+    up,
+    gw,
+    close: async () => {
+      await gw.close();
+      await up.close();
+    },
+  };
+}
+
+/** Runs `body` against a started gateway and its deployments, and closes both whatever happens. */
+export async function withRouted(starting: Promise<Routed>, body: (r: Routed) => Promise<void>): Promise<void> {
+  const r = await starting;
+  try {
+    await body(r);
+  } finally {
+    await r.close();
+  }
+}
+
+export interface Answer {
+  readonly status: number;
+  readonly headers: Headers;
+  readonly text: string;
+  /** The x-switchyard-* headers, for one expect. */
+  readonly routing: { deployment: string | null; attempts: string | null; fallback: string | null };
+}
+
+/** One chat request through the gateway, read whole. */
+export async function chat(gw: TestGateway, model: string, extra: Record<string, unknown> = {}, init: RequestInit = {}): Promise<Answer> {
+  const res = await gw.fetch('/v1/chat/completions', { method: 'POST', body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }], ...extra }), ...init });
+  const text = await res.text();
+  return {
+    status: res.status,
+    headers: res.headers,
+    text,
+    routing: { deployment: res.headers.get('x-switchyard-deployment'), attempts: res.headers.get('x-switchyard-attempts'), fallback: res.headers.get('x-switchyard-fallback') },
+  };
+}
+
+export interface DeploymentState {
+  readonly id: string;
+  readonly state: 'healthy' | 'cooling_down' | 'half_open';
+  readonly cooldown_remaining_ms: number;
+  readonly in_flight: number;
+  readonly latency_ewma_ms: number | null;
+  readonly failures_last_minute: number;
+  readonly last_error: { code: string; status: number; at: string } | null;
+  readonly [key: string]: unknown;
+}
+
+/** `/status/models/{alias}`'s deployments, by id. */
+export async function deploymentStates(gw: TestGateway, alias: string): Promise<Record<string, DeploymentState>> {
+  const res = await gw.fetch(`/status/models/${encodeURIComponent(alias)}`);
+  const body = (await res.json()) as { deployments: DeploymentState[] };
+  return Object.fromEntries(body.deployments.map((d) => [d.id, d]));
+}
+
+/** The text of a stream's `data:` events, in order. */
+export function dataEvents(text: string): string[] {
+  return text
+    .split('\n\n')
+    .filter((e) => e.startsWith('data: '))
+    .map((e) => e.slice(6));
+}
+
+/** The content a stream's chunks carry, joined. */
+export function streamedContent(text: string): string {
+  let out = '';
+  for (const data of dataEvents(text)) {
+    if (data === '[DONE]' || data.startsWith('{"error"')) continue;
+    const chunk = JSON.parse(data) as { choices?: Array<{ delta?: { content?: string } }> };
+    out += chunk.choices?.[0]?.delta?.content ?? '';
+  }
+  return out;
+}

@@ -1,0 +1,147 @@
+/**
+ * The commit point of a stream (CONTRACT.md, Streams and the commit
+ * point): one gate per attempt, between the adapter and the client. A
+ * stream's head and its first events are held until an event with content
+ * (text, a tool call, a finish reason; a role-only or empty chunk is held)
+ * or until `stream_commit_timeout`; an error event before then fails the
+ * attempt, which the loop can still retry or fall back from, invisibly:
+ * the held events of a failed attempt are dropped, so the client sees one
+ * clean stream with one role chunk. From the commit on, events pass as
+ * they come (the verbatim path) and a failure is the client's. An answer
+ * that is not a stream passes at once: it is whole, so it is committed.
+ *
+ * Events are parsed only until the commit: usually the first one or two.
+ */
+import { joinPieces, type Payload } from '../../protocol/channel.js';
+import type { HeaderList, Usage } from '../../protocol/frames.js';
+import { utf8Text } from '../bytes.js';
+import type { AttemptSink } from '../providers/adapter.js';
+import { AttemptFailure } from './failure.js';
+
+/** Where a gate's committed answer goes, and who hears that it committed. */
+export interface GateOwner {
+  /** Called once, just before the attempt's first byte goes to the client. */
+  committing(gate: CommitGate): void;
+  readonly client: AttemptSink;
+}
+
+export class CommitGate implements AttemptSink {
+  /** Something of this attempt went to the client: it can no longer be retried. */
+  committed = false;
+  /** performance.now() of the commit (the latency sample of a stream: time to first token). */
+  committedAt = 0;
+  readonly #owner: GateOwner;
+  readonly #holdMs: number;
+  #head: HeaderList | null = null;
+  #held: Uint8Array[] | null = null;
+  #timer: NodeJS.Timeout | null = null;
+
+  constructor(owner: GateOwner, holdMs: number) {
+    this.#owner = owner;
+    this.#holdMs = holdMs;
+  }
+
+  reply(status: number, contentType: string, headers: HeaderList, body: Payload, usage: Usage | null, upstreamMs: number): void {
+    this.#mark();
+    this.#owner.client.reply(status, contentType, headers, body, usage, upstreamMs);
+  }
+
+  head(headers: HeaderList): void {
+    this.#head = headers;
+    this.#timer = setTimeout(() => this.#commit(), this.#holdMs);
+  }
+
+  data(bytes: Payload): void {
+    if (this.committed) {
+      this.#owner.client.data(bytes);
+      return;
+    }
+    // The adapter's pieces are only lent (undici's read buffers): a held event is a copy.
+    (this.#held ??= []).push(bytes instanceof Uint8Array ? bytes : joinPieces(bytes));
+    if (carriesContent(bytes)) this.#commit();
+  }
+
+  end(usage: Usage | null, upstreamMs: number): void {
+    // A stream that ended with no content at all (only a role chunk and [DONE]) is still the answer.
+    if (!this.committed) this.#commit();
+    this.#owner.client.end(usage, upstreamMs);
+  }
+
+  /** The attempt is over: a held head that never committed is dropped with it. */
+  close(): void {
+    if (this.#timer !== null) clearTimeout(this.#timer);
+    this.#timer = null;
+  }
+
+  #mark(): void {
+    this.committed = true;
+    this.committedAt = performance.now();
+    this.#owner.committing(this);
+  }
+
+  #commit(): void {
+    if (this.committed || this.#head === null) return;
+    this.close();
+    this.#mark();
+    const { client } = this.#owner;
+    client.head(this.#head);
+    const held = this.#held;
+    this.#held = null;
+    if (held !== null) client.data(held.length === 1 ? (held[0] as Uint8Array) : joinPieces(held));
+  }
+}
+
+/**
+ * Whether whole SSE events carry content; throws the attempt's failure on
+ * an error event (`data: {"error":…}`). `[DONE]` counts: the stream ends.
+ */
+export function carriesContent(bytes: Payload): boolean {
+  const text = bytes instanceof Uint8Array ? utf8Text(bytes) : bytes.map((piece) => utf8Text(piece)).join('');
+  for (const raw of text.split('\n\n')) {
+    const data = dataOf(raw);
+    if (data === null) continue;
+    if (data === '[DONE]') return true;
+    let event: unknown;
+    try {
+      event = JSON.parse(data);
+    } catch {
+      // The adapter checked each event's shape; what it let through is passed on, not judged here.
+      return true;
+    }
+    if (typeof event !== 'object' || event === null) return true;
+    if ('error' in event) throw new AttemptFailure('transient', 'upstream_error', 'the provider stream reported an error before its first content', 200);
+    if (hasContent(event as ChunkShape)) return true;
+  }
+  return false;
+}
+
+interface ChunkShape {
+  readonly choices?: ReadonlyArray<{ readonly finish_reason?: unknown; readonly delta?: Record<string, unknown> }>;
+}
+
+/** Text, reasoning text, a refusal, a tool or function call, or a finish reason. */
+function hasContent(chunk: ChunkShape): boolean {
+  if (!Array.isArray(chunk.choices)) return false;
+  for (const choice of chunk.choices) {
+    if (choice.finish_reason !== null && choice.finish_reason !== undefined) return true;
+    const delta = choice.delta;
+    if (!delta) continue;
+    for (const key of TEXT_KEYS) if (typeof delta[key] === 'string' && (delta[key] as string).length > 0) return true;
+    if (Array.isArray(delta.tool_calls) && delta.tool_calls.length > 0) return true;
+    if (delta.function_call !== null && delta.function_call !== undefined) return true;
+  }
+  return false;
+}
+
+const TEXT_KEYS = ['content', 'reasoning_content', 'reasoning', 'refusal'] as const;
+
+/** The joined `data` lines of one event; null for one without (a comment). */
+function dataOf(raw: string): string | null {
+  let data: string | null = null;
+  for (const line of raw.split('\n')) {
+    if (!line.startsWith('data:')) continue;
+    const value = line.charCodeAt(5) === 0x20 ? line.slice(6) : line.slice(5);
+    data = data === null ? value : `${data}\n${value}`;
+  }
+  return data;
+}
