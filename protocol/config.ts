@@ -4,15 +4,16 @@
  * reload. Provider keys are here because workers call providers; gateway
  * API keys are not (they never leave the front thread).
  */
-import type { ProviderName } from './providers.js';
+import type { ProviderName, ProviderSettings, ProviderSettingsMap } from './providers.js';
 
 /**
  * A route's provider credentials, resolved once at load (CONTRACT.md,
  * Config file). One of three states, so a route cannot hold a key and be
  * missing one, or be keyless and still send a header:
- * - `key`: sent as `Authorization: Bearer <key>`; `source` is the variable
- *   it was read from, or `literal`;
- * - `not_required`: called without an `Authorization` header (the mock
+ * - `key`: sent the provider's way (`Authorization: Bearer`, Azure's
+ *   `api-key`, Anthropic's `x-api-key`); `source` is the variable it was
+ *   read from, or `literal`;
+ * - `not_required`: called without credentials (the mock
  *   provider; an `openai` deployment with its own `api_base` and no
  *   `api_key`, such as a self-hosted vLLM, TGI or Ollama);
  * - `missing`: `variable` names the unset environment variable; calls are
@@ -23,8 +24,8 @@ export type Credentials =
   | { readonly kind: 'not_required' }
   | { readonly kind: 'missing'; readonly variable: string };
 
-/** The key to send as `Authorization: Bearer`, or null to send no `Authorization` header. */
-export function bearerKey(credentials: Credentials): string | null {
+/** The key to send, or null to send none. */
+export function providerKey(credentials: Credentials): string | null {
   return credentials.kind === 'key' ? credentials.key : null;
 }
 
@@ -37,15 +38,6 @@ export interface Timeouts {
   readonly totalMs: number;
 }
 
-export interface MockSettings {
-  readonly latencyMs: number;
-  readonly streamChunks: number;
-  readonly chunkIntervalMs: number;
-  readonly embeddingDimensions: number;
-  /** Fault injection (tests, demos): take the worker down mid-call. */
-  readonly fault: 'none' | 'crash' | 'exit';
-}
-
 /** Where one routed request goes. */
 export interface Upstream {
   readonly provider: ProviderName;
@@ -55,7 +47,15 @@ export interface Upstream {
   readonly apiBase: string | null;
   readonly credentials: Credentials;
   readonly timeouts: Timeouts;
-  readonly mock: MockSettings;
+  /** The provider's own settings (protocol/providers.ts): read them with `settingsOf`. */
+  readonly settings: ProviderSettings;
+  /** `drop_params`: an OpenAI parameter the provider cannot honour is dropped instead of refused with 400. */
+  readonly dropParams: boolean;
+}
+
+/** An upstream's settings as its provider's own type (the loader made them for that provider). */
+export function settingsOf<P extends ProviderName>(upstream: { readonly settings: ProviderSettings }, _provider: P): ProviderSettingsMap[P] {
+  return upstream.settings as ProviderSettingsMap[P];
 }
 
 /** One `model_list` entry: a deployment of its alias (CONTRACT.md, Routing for high volume). */

@@ -19,7 +19,7 @@
  */
 import type { ErrorCode } from './errors.js';
 import type { MessagePort } from 'node:worker_threads';
-import type { RoutingConfig } from './config.js';
+import type { RoutingConfig, Upstream } from './config.js';
 import type { ChannelEnd } from './channel.js';
 import type { DeploymentStateMemory } from './deployment-state.js';
 
@@ -56,14 +56,16 @@ export interface ResumeFrame { readonly t: 'resume'; readonly id: number }
 /** Swap the routing config whole; calls already running keep the one they started with. */
 export interface ConfigFrame { readonly t: 'config'; readonly routing: RoutingConfig }
 export interface PingFrame { readonly t: 'ping'; readonly id: number }
-/** Reachability check of one upstream: `GET <apiBase>/models`, which no provider bills for. */
+/** Reachability check of one upstream: its provider's free probe (a model list), never a billable call. */
 export interface ProbeFrame {
   readonly t: 'probe';
   readonly id: number;
-  readonly apiBase: string;
-  readonly apiKey: string | null;
+  readonly upstream: ProbeTarget;
   readonly timeoutMs: number;
 }
+
+/** What a probe needs of a route: its provider, where it is, its key and settings. */
+export type ProbeTarget = Omit<Upstream, 'upstreamModel'>;
 
 export type ToWorker = CallFrame | CancelFrame | PauseFrame | ResumeFrame | ConfigFrame | PingFrame | ProbeFrame;
 

@@ -1,18 +1,64 @@
 /**
- * What both threads know about each provider: its name, its default base URL
- * and the variable its key is read from when a route at that base URL gives
- * no `api_key` (null: the provider needs no key). The adapters themselves
- * live in workers/providers/; adding a provider adds one line here and one
- * there.
+ * What both threads know about each provider (CONTRACT.md, Native
+ * providers): its name, where it lives, where its key comes from, and the
+ * shape of its own settings. A provider is, besides its line here, its
+ * folder workers/providers/<name>/ (everything it does on the wire) and its
+ * params piece in src/config/provider-params.ts (how the config file sets
+ * its settings): the front thread validates the config but may not load
+ * worker code, and workers never load zod for a common request, so those
+ * two halves cannot share a file.
  */
 
+export interface ProviderInfo {
+  /** The hosted default; `required`: the config must name one (Azure's resource); null: no network (mock). */
+  readonly apiBase: string | 'required' | null;
+  /** The variable a key is read from when a deployment gives no `api_key`; null: the provider needs no key. */
+  readonly keyVariable: string | null;
+  /**
+   * With no `api_key` at a base URL of its own, the provider is called without credentials (a
+   * self-hosted vLLM, TGI or Ollama behind `openai`); otherwise it reads `keyVariable`.
+   */
+  readonly keylessAtOwnBase: boolean;
+}
+
 export const PROVIDER_INFO = {
-  openai: { defaultApiBase: 'https://api.openai.com/v1', keyVariable: 'OPENAI_API_KEY' },
-  mock: { defaultApiBase: null, keyVariable: null },
-} as const satisfies Record<string, { defaultApiBase: string | null; keyVariable: string | null }>;
+  openai: { apiBase: 'https://api.openai.com/v1', keyVariable: 'OPENAI_API_KEY', keylessAtOwnBase: true },
+  azure: { apiBase: 'required', keyVariable: 'AZURE_API_KEY', keylessAtOwnBase: false },
+  anthropic: { apiBase: 'https://api.anthropic.com', keyVariable: 'ANTHROPIC_API_KEY', keylessAtOwnBase: false },
+  mock: { apiBase: null, keyVariable: null, keylessAtOwnBase: false },
+} as const satisfies Record<string, ProviderInfo>;
 
 export type ProviderName = keyof typeof PROVIDER_INFO;
 
 export function isProviderName(name: string): name is ProviderName {
   return Object.hasOwn(PROVIDER_INFO, name);
 }
+
+export interface MockSettings {
+  readonly latencyMs: number;
+  readonly streamChunks: number;
+  readonly chunkIntervalMs: number;
+  readonly embeddingDimensions: number;
+  /** Fault injection (tests, demos): take the worker down mid-call. */
+  readonly fault: 'none' | 'crash' | 'exit';
+}
+
+export interface AzureSettings {
+  /** The `api-version` query of every call (`api_version`, default 2024-10-21). */
+  readonly apiVersion: string;
+}
+
+export interface AnthropicSettings {
+  /** The `anthropic-version` header (`anthropic_version`, default 2023-06-01, which still takes `temperature` with `top_p`). */
+  readonly anthropicVersion: string;
+}
+
+/** Each provider's own settings, resolved with their defaults by the config loader. */
+export interface ProviderSettingsMap {
+  readonly openai: Readonly<Record<never, never>>;
+  readonly azure: AzureSettings;
+  readonly anthropic: AnthropicSettings;
+  readonly mock: MockSettings;
+}
+
+export type ProviderSettings = ProviderSettingsMap[ProviderName];

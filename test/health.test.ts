@@ -6,7 +6,8 @@
  * the warm-up window, clean reasons, and bad toolkit variables at start.
  */
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import type { ProbedFrame } from '../protocol/frames.ts';
+import type { ProbedFrame, ProbeTarget } from '../protocol/frames.ts';
+import { providerKey } from '../protocol/config.ts';
 import { parseConfig } from '../src/config/load.ts';
 import { HealthRegistry } from '../src/health/registry.ts';
 import { Health } from '../src/health/types.ts';
@@ -585,10 +586,10 @@ route_rules:
   - provider: openai
     params: { api_base: https://api.example.test/v2, api_key: ${UPSTREAM_KEY} }
 `);
-    const calls: Array<[string, string | null]> = [];
+    const calls: Array<[string | null, string | null]> = [];
     const pool = fakePool({
-      probe: async (apiBase: string, apiKey: string | null) => {
-        calls.push([apiBase, apiKey]);
+      probe: async (upstream: ProbeTarget) => {
+        calls.push([upstream.apiBase, providerKey(upstream.credentials)]);
         return { t: 'probed', id: 0, status: 200, error: null } satisfies ProbedFrame;
       },
     });
@@ -599,7 +600,7 @@ route_rules:
     for (const c of checks) registry.register(c);
     expect((await registry.checkLiveness()).status).toBe('healthy');
     expect((await registry.checkReadiness()).checks).toEqual([]);
-    expect(calls.find(([base]) => base.startsWith('http://127.0.0.1:1'))).toEqual(['http://127.0.0.1:1/other/v1', UPSTREAM_KEY]);
+    expect(calls.find(([base]) => base?.startsWith('http://127.0.0.1:1'))).toEqual(['http://127.0.0.1:1/other/v1', UPSTREAM_KEY]);
   });
 
   it.each<[ProbedFrame['status'], string | null, string]>([
@@ -622,7 +623,7 @@ route_rules:
     vi.useFakeTimers();
     try {
       const routing = routingOf(`model_list:\n  - model_name: a\n    params: { model: openai/x, api_base: http://127.0.0.1:1/v1, api_key: ${UPSTREAM_KEY} }\n`);
-      const pool = fakePool({ probe: (_base: string, _key: string | null, timeoutMs: number) => new Promise<null>((r) => setTimeout(() => r(null), timeoutMs + 250)) });
+      const pool = fakePool({ probe: (_upstream: ProbeTarget, timeoutMs: number) => new Promise<null>((r) => setTimeout(() => r(null), timeoutMs + 250)) });
       const registry = new HealthRegistry().register(upstreamChecks(routing, pool, 5_000)[0]!);
       const report = registry.checkLiveness();
       await vi.advanceTimersByTimeAsync(5_000);

@@ -1,26 +1,30 @@
 /**
  * Upstream reachability for the optional `upstream:<origin>` health checks:
- * a `GET <api_base>/models`, never a completion or anything a provider
- * bills for.
+ * the route's provider's own free probe (a model list: `GET /models` with
+ * Bearer for `openai`, `GET /openai/models?api-version=…` with `api-key`
+ * for `azure`, `GET /v1/models` with `x-api-key` for `anthropic`), never a
+ * completion or anything a provider bills for.
  */
 import type { ProbeFrame, ProbedFrame } from '../protocol/frames.js';
 import { toUpstreamError, upstreamExchange, UpstreamExchange } from './upstream-http.js';
+import { PROVIDERS } from './providers/index.js';
 
 /** A model list is small; a longer body is cut off (the status is all a probe needs). */
 const MAX_PROBE_BODY_BYTES = 256 * 1024;
 const ignoreActivity = { headersArrived() {}, chunkArrived() {} };
 
 export async function probeUpstream(frame: ProbeFrame): Promise<ProbedFrame> {
+  const { upstream } = frame;
+  const request = upstream.apiBase === null ? null : PROVIDERS[upstream.provider].probe(upstream);
+  if (upstream.apiBase === null || request === null) return { t: 'probed', id: frame.id, status: null, error: 'this provider has nothing to reach' };
   const exchange = new UpstreamExchange(MAX_PROBE_BODY_BYTES, ignoreActivity);
   let timedOut = false;
   const timer = setTimeout(() => {
     timedOut = true;
     exchange.abort(new Error('probe timeout'));
   }, frame.timeoutMs);
-  const headers: Record<string, string> = { accept: 'application/json' };
-  if (frame.apiKey) headers.authorization = `Bearer ${frame.apiKey}`;
   try {
-    upstreamExchange(frame.apiBase, frame.timeoutMs, 'GET', '/models', null, headers, exchange);
+    upstreamExchange(upstream.apiBase, frame.timeoutMs, 'GET', request.path, null, request.headers, exchange);
     const { status } = await exchange.head;
     // Read to the end so the connection is kept for the next probe; a body cut off changes nothing.
     await exchange.body.catch(() => undefined);

@@ -19,13 +19,16 @@ export const RATE_LIMIT_HEADERS: ReadonlySet<string> = new Set([
 
 const SAFE_VALUE = /^[\x20-\x7e]{0,256}$/;
 
+/** Printable ASCII, at most 256 characters: a header value that may go to the caller. */
+export const safeHeaderValue = (value: string): boolean => SAFE_VALUE.test(value);
+
 export function allowlistedHeaders(headers: Record<string, string | string[] | undefined>): HeaderList {
   const out: string[] = [];
   for (const name in headers) {
     if (!RATE_LIMIT_HEADERS.has(name)) continue;
     const value = headers[name];
     const first = Array.isArray(value) ? value[0] : value;
-    if (first !== undefined && SAFE_VALUE.test(first)) out.push(name, first);
+    if (first !== undefined && safeHeaderValue(first)) out.push(name, first);
   }
   return out;
 }

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { SseParser, serializeEvents, Utf8Chunks, type SseBatch } from './sse.js';
+import { SseParser, decodedEvents, serializeEvents, Utf8Chunks, type SseBatch } from './sse.js';
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -52,7 +52,7 @@ function eventsOf(batch: SseBatch): readonly string[] {
 function feed(chunks: Uint8Array[]): { batches: Array<{ chunk: Uint8Array; batch: SseBatch }>; rest: string[] } {
   const parser = new SseParser(1 << 20);
   const batches = chunks.map((chunk) => ({ chunk, batch: parser.push(chunk) }));
-  return { batches, rest: parser.finish() };
+  return { batches, rest: [...parser.finish().events] };
 }
 
 describe('SseParser', () => {
@@ -112,7 +112,7 @@ describe('SseParser', () => {
   it('invalid UTF-8 is never relayed verbatim', () => {
     const bytes = Uint8Array.from([...encoder.encode('data: "'), 0xff, ...encoder.encode('"\n\n')]);
     const { batches } = feed([bytes]);
-    expect(batches[0]!.batch).toEqual({ events: ['"\uFFFD"'], verbatim: false });
+    expect(batches[0]!.batch).toEqual({ events: ['"\uFFFD"'], names: null, verbatim: false });
   });
 
   it('refuses a line that is no field, and an event that outgrows the limit', () => {
@@ -167,5 +167,26 @@ describe('Utf8Chunks', () => {
     expect(fresh.decode(bomStart)).toBe('');
     bomStart.fill(0x5a);
     expect(fresh.decode(Buffer.from([0xbf, 0x42]))).toBe('B');
+  });
+});
+
+describe('event names', () => {
+  it('keeps each event\'s `event:` name beside its data (Anthropic names every event), and none for unnamed events', () => {
+    const parser = new SseParser(1024);
+    const batch = parser.push(encoder.encode('event: message_start\ndata: {"a":1}\n\ndata: {"b":2}\n\n: comment\n\nevent: ping\ndata: {"type": "ping"}\n\nevent: message_stop\ndata: {"c"'));
+    expect(batch).toEqual({ verbatim: false, events: ['{"a":1}', '{"b":2}', '{"type": "ping"}'], names: ['message_start', null, 'ping'] });
+    expect(parser.push(encoder.encode(':3}'))).toEqual({ verbatim: false, events: [], names: null });
+    expect(parser.finish()).toEqual({ verbatim: false, events: ['{"c":3}'], names: ['message_stop'] });
+  });
+
+  it('gives no names array for a stream that never names its events', () => {
+    const batch = new SseParser(1024).push(encoder.encode('data: {"a":1}\r\n\r\ndata: {"b":2}\n\n'));
+    expect(batch).toEqual({ verbatim: false, events: ['{"a":1}', '{"b":2}'], names: null });
+  });
+
+  it('decodedEvents reads a verbatim chunk\'s events off its bounds', () => {
+    const batch = new SseParser(1024).push(encoder.encode('data: {"a":1}\n\ndata: [DONE]\n\n'));
+    expect(batch.verbatim).toBe(true);
+    expect(decodedEvents(batch)).toEqual({ events: ['{"a":1}', '[DONE]'], names: null });
   });
 });

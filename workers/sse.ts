@@ -1,7 +1,8 @@
 /**
  * Incremental Server-Sent Events parser for provider streams. It yields the
- * `data` of each complete event and refuses what is not SSE: a line that is
- * no field (no `data:` prefix), or an event that grows past the limit
+ * `data` of each complete event, with its `event:` name when it has one
+ * (Anthropic names every event), and refuses what is not SSE: a line that
+ * is no field (no `data:` prefix), or an event that grows past the limit
  * without ending.
  *
  * It also tells when a chunk can be relayed byte for byte: providers write
@@ -30,8 +31,18 @@ export type SseBatch =
    * as a pair of byte offsets into `chunk`, start and end.
    */
   | { readonly verbatim: true; readonly chunk: Uint8Array; readonly bounds: readonly number[] }
-  /** Anything else: the `data` of every event the chunk completed (`[DONE]` included), in order, to be re-serialised. */
-  | { readonly verbatim: false; readonly events: readonly string[] };
+  /**
+   * Anything else: the `data` of every event the chunk completed (`[DONE]` included), in order, to be
+   * re-serialised; `names[i]` is the `event:` field of `events[i]`, and `names` is null when no event
+   * of the batch has one (no array is made for the streams that never name their events).
+   */
+  | { readonly verbatim: false; readonly events: readonly string[]; readonly names: readonly (string | null)[] | null };
+
+/** One event's `data` and `event:` name, as parseEvent finds them. */
+interface ParsedEvent {
+  readonly data: string | null;
+  readonly name: string | null;
+}
 
 export class SseParser {
   readonly #decoder = new Utf8Chunks();
@@ -63,15 +74,21 @@ export class SseParser {
     }
     const buffer = this.#buffer.length === 0 ? text : this.#buffer + text;
     const events: string[] = [];
+    let names: (string | null)[] | null = null;
     let start = 0;
     let boundary: number;
     while ((boundary = buffer.indexOf('\n\n', start)) !== -1) {
       // The canonical event, one `data: ` line, is taken without splitting it into lines.
       if (buffer.startsWith('data: ', start) && buffer.indexOf('\n', start) === boundary) {
         events.push(buffer.slice(start + 6, boundary));
+        names?.push(null);
       } else {
-        const data = parseEvent(buffer.slice(start, boundary));
-        if (data !== null) events.push(data);
+        const { data, name } = parseEvent(buffer.slice(start, boundary));
+        if (data !== null) {
+          if (name !== null && names === null) names = events.map(() => null);
+          events.push(data);
+          names?.push(name);
+        }
       }
       start = boundary + 2;
     }
@@ -79,16 +96,16 @@ export class SseParser {
     if (this.#buffer.length > this.#maxEventChars) {
       throw new GatewayError('upstream_response_too_large', 'a provider stream event exceeds the configured limit');
     }
-    return { verbatim: false, events };
+    return { verbatim: false, events, names };
   }
 
   /** Whatever is left when the upstream ends; a last event without its blank line is still an event. */
-  finish(): string[] {
+  finish(): { readonly verbatim: false; readonly events: readonly string[]; readonly names: readonly (string | null)[] | null } {
     const rest = (this.#buffer + this.#decoder.end()).trim();
     this.#buffer = '';
-    if (rest.length === 0) return [];
-    const data = parseEvent(rest);
-    return data === null ? [] : [data];
+    const { data, name } = rest.length === 0 ? NO_EVENT : parseEvent(rest);
+    if (data === null) return { verbatim: false, events: [], names: null };
+    return { verbatim: false, events: [data], names: name === null ? null : [name] };
   }
 }
 
@@ -201,9 +218,12 @@ export function serializeEvents(events: readonly string[]): string {
   return out;
 }
 
-/** The joined `data` lines of one event, or null for an event with none (comments, keep-alives). */
-function parseEvent(raw: string): string | null {
+const NO_EVENT: ParsedEvent = { data: null, name: null };
+
+/** The joined `data` lines of one event (null for an event with none: comments, keep-alives) and its `event:` name. */
+function parseEvent(raw: string): ParsedEvent {
   let data: string | null = null;
+  let name: string | null = null;
   for (const line of raw.split('\n')) {
     if (line === '' || line.startsWith(':')) continue;
     const colon = line.indexOf(':');
@@ -211,10 +231,19 @@ function parseEvent(raw: string): string | null {
     if (!FIELDS.has(field)) {
       throw new GatewayError('upstream_invalid_response', 'the provider stream has a line that is not a server-sent event field');
     }
-    if (field !== 'data') continue;
+    if (field !== 'data' && field !== 'event') continue;
     let value = colon === -1 ? '' : line.slice(colon + 1);
     if (value.startsWith(' ')) value = value.slice(1);
-    data = data === null ? value : `${data}\n${value}`;
+    if (field === 'event') name = value;
+    else data = data === null ? value : `${data}\n${value}`;
   }
-  return data;
+  return { data, name };
+}
+
+/** The data of every event of a batch, decoded whichever way it was parsed, with their names (a canonical chunk names none). */
+export function decodedEvents(batch: SseBatch): { readonly events: readonly string[]; readonly names: readonly (string | null)[] | null } {
+  if (!batch.verbatim) return batch;
+  const events: string[] = [];
+  for (let i = 0; i < batch.bounds.length; i += 2) events.push(utf8Text(batch.chunk, batch.bounds[i], batch.bounds[i + 1]));
+  return { events, names: null };
 }

@@ -272,14 +272,14 @@ describe('litellm_params is a synonym of params', () => {
 
 describe('a real LiteLLM config.yaml', () => {
   const env = { OPENAI_API_KEY: 'sk-o', AZURE_API_KEY: 'sk-a', GATEWAY_API_KEY: 'gw' };
-  // CONTRACT.md, Routing for high volume: model_info.id, router_settings and litellm_settings' num_retries and
-  // fallbacks are honoured; the rest of model_info and litellm_settings is warned about key by key.
+  // CONTRACT.md, Routing for high volume: model_info.id, router_settings and litellm_settings' num_retries,
+  // fallbacks and drop_params are honoured; the rest of model_info and litellm_settings is warned about key by
+  // key, and so is a provider's own param on another provider (api_version is azure's, this deployment is openai).
   const unsupported = [
     'model_list[0].litellm_params.rpm',
     'model_list[0].litellm_params.tpm',
     'model_list[0].model_info.mode',
     'model_list[1].litellm_params.api_version',
-    'litellm_settings.drop_params',
     'litellm_settings.request_timeout',
     'general_settings',
   ];
@@ -299,6 +299,8 @@ describe('a real LiteLLM config.yaml', () => {
     expect(alias(config, 'gpt-4o').id).toBe('gpt4o-primary');
     expect(alias(config, 'azure-gpt-35').id).toBe('azure-gpt-35-0');
     expect(config.routing.router).toMatchObject({ strategy: 'simple-shuffle', numRetries: 2 });
+    // litellm_settings.drop_params is every deployment's default.
+    expect(config.routing.aliases.map((a) => a.dropParams)).toEqual([true, true]);
   });
 
   it('warns exactly once per unsupported key, each warning naming its key path', () => {

@@ -7,8 +7,9 @@ import { readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { parse as parseYaml, YAMLParseError } from 'yaml';
 import { z } from 'zod';
-import type { AliasRoute, Credentials, FallbackList, RouterSettings, RoutingConfig, RuleRoute, Timeouts, MockSettings, Upstream } from '../../protocol/config.js';
-import { PROVIDER_INFO, isProviderName, type ProviderName } from '../../protocol/providers.js';
+import type { AliasRoute, Credentials, FallbackList, RouterSettings, RoutingConfig, RuleRoute, Timeouts, Upstream } from '../../protocol/config.js';
+import { PROVIDER_INFO, isProviderName, type ProviderInfo, type ProviderName } from '../../protocol/providers.js';
+import { PROVIDER_PARAMS, foreignParamKeys } from './provider-params.js';
 import { configFileSchema, unsupportedKeys, LITELLM_ONLY_STRATEGIES, type ConfigFile, type ParamsInput } from './schema.js';
 import { availableCpus } from './cpu-limit.js';
 import { chooseWorkers, type WorkerMode } from './workers.js';
@@ -26,7 +27,6 @@ export const DEFAULTS = {
   drainTimeoutMs: 30_000,
   logLevel: 'info',
   timeouts: { connectMs: 10_000, headersMs: 600_000, idleMs: 600_000, totalMs: 600_000 },
-  mock: { latencyMs: 0, streamChunks: 8, chunkIntervalMs: 0, embeddingDimensions: 16 },
   health: { checkTimeoutMs: 5_000, startupDelayMs: 0, cacheTtlMs: 1_000, probeBudgetMs: 900, eventLoopDelayMs: 200 },
   // CONTRACT.md, Routing for high volume: LiteLLM's defaults where it has them.
   router: { strategy: 'simple-shuffle', numRetries: 2, retryAfterMs: 0, allowedFails: 3, cooldownMs: 30_000, streamCommitTimeoutMs: 10_000 },
@@ -160,6 +160,7 @@ export function parseConfig(text: string, source: string, env: Env = process.env
   });
   const maxResponseBodyBytes = e.GATEWAY_MAX_RESPONSE_BYTES ?? file.limits?.max_response_body_bytes ?? DEFAULTS.maxResponseBodyBytes;
 
+  const dropParams = file.litellm_settings?.drop_params ?? false;
   const perAlias = new Map<string, number>();
   const idsAt = new Map<string, number>();
   const aliases: AliasRoute[] = file.model_list.map((entry, i) => {
@@ -169,6 +170,7 @@ export function parseConfig(text: string, source: string, env: Env = process.env
     const slash = params.model.indexOf('/');
     const provider = params.model.slice(0, slash);
     if (!isProviderName(provider)) throw new ConfigError(`${source}: ${at}.model: unknown provider "${provider}" (known: ${Object.keys(PROVIDER_INFO).join(', ')})`);
+    for (const key of foreignParamKeys(provider, params)) warnings.push(`${source}: "${at}.${key}" is not a param of provider "${provider}" and is ignored`);
     const n = perAlias.get(entry.model_name) ?? 0;
     perAlias.set(entry.model_name, n + 1);
     const id = entry.model_info?.id ?? `${entry.model_name}-${n}`;
@@ -182,14 +184,15 @@ export function parseConfig(text: string, source: string, env: Env = process.env
       order: params.order ?? DEFAULTS.deployment.order,
       maxParallel: params.max_parallel_requests ?? 0,
       upstreamModel: params.model.slice(slash + 1),
-      ...resolveUpstream(provider, params, env),
+      ...resolveUpstream(provider, params, { env, dropParams, at: `${source}: ${at}` }),
     });
   });
   const router = resolveRouter(file, new Set(perAlias.keys()), source);
 
   const rules: RuleRoute[] = file.route_rules.map((rule, i) => {
     if (!isProviderName(rule.provider)) throw new ConfigError(`${source}: route_rules[${i}].provider: unknown provider "${rule.provider}" (known: ${Object.keys(PROVIDER_INFO).join(', ')})`);
-    return Object.freeze({ patterns: Object.freeze([...rule.models]), ...resolveUpstream(rule.provider, rule.params ?? {}, env) });
+    for (const key of foreignParamKeys(rule.provider, rule.params ?? {})) warnings.push(`${source}: "route_rules[${i}].params.${key}" is not a param of provider "${rule.provider}" and is ignored`);
+    return Object.freeze({ patterns: Object.freeze([...rule.models]), ...resolveUpstream(rule.provider, rule.params ?? {}, { env, dropParams, at: `${source}: route_rules[${i}].params` }) });
   });
 
   const explicitKeys = [e.GATEWAY_API_KEY, ...(e.GATEWAY_API_KEYS ?? '').split(',')].map((k) => k?.trim() ?? '').filter((k) => k.length > 0);
@@ -250,15 +253,24 @@ function resolveRouter(file: ConfigFile, groups: ReadonlySet<string>, source: st
   });
 }
 
-function resolveUpstream(provider: ProviderName, params: Partial<ParamsInput>, env: Env): Omit<Upstream, 'upstreamModel'> {
-  const { defaultApiBase } = PROVIDER_INFO[provider];
-  const apiBase = defaultApiBase === null ? null : (params.api_base ?? defaultApiBase).replace(/\/+$/, '');
+/** Where a route's upstream is resolved: the environment, the config-wide `drop_params`, and the route's path for messages. */
+interface UpstreamContext {
+  readonly env: Env;
+  readonly dropParams: boolean;
+  readonly at: string;
+}
+
+function resolveUpstream(provider: ProviderName, params: Partial<ParamsInput>, { env, dropParams, at }: UpstreamContext): Omit<Upstream, 'upstreamModel'> {
+  const base = PROVIDER_INFO[provider].apiBase;
+  if (base === 'required' && params.api_base === undefined) throw new ConfigError(`${at}.api_base: provider "${provider}" needs its api_base (e.g. https://<resource>.openai.azure.com)`);
+  const apiBase = base === null ? null : (params.api_base ?? base).replace(/\/+$/, '');
   return {
     provider,
     apiBase,
     credentials: resolveCredentials(provider, params.api_key, apiBase, env),
     timeouts: resolveTimeouts(params),
-    mock: resolveMock(params),
+    settings: Object.freeze(PROVIDER_PARAMS[provider].settings(params)),
+    dropParams: params.drop_params ?? dropParams,
   };
 }
 
@@ -267,15 +279,15 @@ const NOT_REQUIRED: Credentials = Object.freeze({ kind: 'not_required' });
 
 /**
  * CONTRACT.md, Config file: an `api_key` is a literal or `os.environ/NAME`
- * (missing while NAME is unset or empty). With none, a provider at its
- * hosted default base URL reads its usual variable, and one at a base URL
- * of its own (a self-hosted vLLM, TGI, Ollama or LM Studio) is called
- * without credentials.
+ * (missing while NAME is unset or empty). With none, a hosted provider reads
+ * its usual variable (OPENAI_API_KEY, AZURE_API_KEY, ANTHROPIC_API_KEY),
+ * except an `openai` deployment at a base URL of its own (a self-hosted
+ * vLLM, TGI, Ollama or LM Studio), which is called without credentials.
  */
 function resolveCredentials(provider: ProviderName, apiKey: string | undefined, apiBase: string | null, env: Env): Credentials {
-  const { keyVariable, defaultApiBase } = PROVIDER_INFO[provider];
+  const { keyVariable, apiBase: hosted, keylessAtOwnBase } = PROVIDER_INFO[provider] as ProviderInfo;
   if (keyVariable === null) return NOT_REQUIRED;
-  if (apiKey === undefined) return apiBase === defaultApiBase ? fromVariable(keyVariable, env) : NOT_REQUIRED;
+  if (apiKey === undefined) return keylessAtOwnBase && apiBase !== hosted ? NOT_REQUIRED : fromVariable(keyVariable, env);
   if (apiKey.startsWith(ENV_REF)) return fromVariable(apiKey.slice(ENV_REF.length), env);
   return Object.freeze({ kind: 'key', key: apiKey, source: 'literal' });
 }
@@ -293,16 +305,6 @@ function resolveTimeouts(params: Partial<ParamsInput>): Timeouts {
     headersMs: ms(params.headers_timeout, totalMs),
     idleMs: ms(params.idle_timeout, totalMs),
     totalMs,
-  });
-}
-
-function resolveMock(params: Partial<ParamsInput>): MockSettings {
-  return Object.freeze({
-    latencyMs: params.mock_latency_ms ?? DEFAULTS.mock.latencyMs,
-    streamChunks: params.mock_stream_chunks ?? DEFAULTS.mock.streamChunks,
-    chunkIntervalMs: params.mock_chunk_interval_ms ?? DEFAULTS.mock.chunkIntervalMs,
-    embeddingDimensions: params.mock_embedding_dimensions ?? DEFAULTS.mock.embeddingDimensions,
-    fault: params.mock_fault ?? 'none',
   });
 }
 

@@ -5,6 +5,7 @@
  * `unsupportedKeys()` and reported as one warning each instead of failing.
  */
 import { z } from 'zod';
+import { providerParamsShape } from './provider-params.js';
 
 const seconds = z.number().positive().finite();
 
@@ -22,13 +23,10 @@ export const paramsSchema = z.looseObject({
   headers_timeout: seconds.optional(),
   /** Longest gap between two chunks of the response body (streams included). */
   idle_timeout: seconds.optional(),
-  // mock provider knobs, so demos and load tests can model a real provider
-  mock_latency_ms: z.number().int().nonnegative().optional(),
-  mock_stream_chunks: z.number().int().positive().max(100_000).optional(),
-  mock_chunk_interval_ms: z.number().int().nonnegative().optional(),
-  mock_embedding_dimensions: z.number().int().positive().max(65_536).optional(),
-  /** Fault injection for resilience tests and demos: `crash` throws asynchronously in the worker, `exit` ends the worker thread. */
-  mock_fault: z.enum(['none', 'crash', 'exit']).optional(),
+  /** An OpenAI parameter the provider cannot honour is dropped instead of refused with 400 (CONTRACT.md, Native providers). */
+  drop_params: z.boolean().optional(),
+  // Each provider's own keys (src/config/provider-params.ts): api_version, anthropic_version, the mock knobs.
+  ...providerParamsShape,
   // Routing (CONTRACT.md, Routing for high volume): meaningful on a model_list entry only.
   /** Share of the group's traffic under simple-shuffle. */
   weight: z.number().positive().finite().optional(),
@@ -83,9 +81,11 @@ const routerSettingsSchema = z.looseObject({
   timeout: seconds.optional(),
 });
 
-/** `litellm_settings`: only its retry and fallback keys route; `router_settings` wins when both set one. */
+/** `litellm_settings`: its retry and fallback keys route (`router_settings` wins when both set one); `drop_params` is every deployment's default. */
 const litellmSettingsSchema = z.looseObject({
   num_retries: routerSettingsSchema.shape.num_retries,
+  /** The default of every deployment's `drop_params`. */
+  drop_params: z.boolean().optional(),
   fallbacks: fallbacksSchema.optional(),
   context_window_fallbacks: fallbacksSchema.optional(),
 });

@@ -5,7 +5,8 @@
  * the worker pool so the front thread never does provider I/O.
  */
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
-import { bearerKey, type RoutingConfig, type Upstream } from '../../protocol/config.js';
+import type { RoutingConfig, Upstream } from '../../protocol/config.js';
+import type { ProbeTarget } from '../../protocol/frames.js';
 import { Health, type HealthCheck } from '../health/types.js';
 import type { WorkerPool } from './worker-pool.js';
 
@@ -68,7 +69,7 @@ export function upstreamChecks(routing: RoutingConfig, pool: WorkerPool, timeout
     if (route.apiBase === null) continue;
     const origin = new URL(route.apiBase).origin;
     const seen = byOrigin.get(origin);
-    // Prefer a route with a key, so an authenticated GET /models can succeed.
+    // Prefer a route with a key, so its provider's authenticated model list can succeed.
     if (!seen || (seen.credentials.kind !== 'key' && route.credentials.kind === 'key')) byOrigin.set(origin, route);
   }
   return [...byOrigin].map(([origin, route]) => ({
@@ -76,7 +77,7 @@ export function upstreamChecks(routing: RoutingConfig, pool: WorkerPool, timeout
     requiredForReadiness: false,
     timeoutMs,
     check: async () => {
-      const answer = await pool.probe(route.apiBase as string, bearerKey(route.credentials), Math.max(1, timeoutMs - 300));
+      const answer = await pool.probe(probeTarget(route), Math.max(1, timeoutMs - 300));
       if (answer === null) return Health.unhealthy(`timed out after ${timeoutMs} ms waiting for the probe`);
       if (answer.status === null) return Health.unhealthy(`unreachable: ${answer.error ?? 'no answer'}`);
       if (answer.status === 401 || answer.status === 403) return Health.degraded(`reachable, but the provider refused the credentials (${answer.status})`);
@@ -84,4 +85,9 @@ export function upstreamChecks(routing: RoutingConfig, pool: WorkerPool, timeout
       return Health.healthy();
     },
   }));
+}
+
+/** Only what the probe needs crosses to the worker (not the alias, id, weights or globs). */
+function probeTarget({ provider, apiBase, credentials, timeouts, settings, dropParams }: ProbeTarget): ProbeTarget {
+  return { provider, apiBase, credentials, timeouts, settings, dropParams };
 }

@@ -28,6 +28,7 @@ import {
   type Operation,
   type PongFrame,
   type ProbedFrame,
+  type ProbeTarget,
   type ReplyFrame,
   type SessionConstructor,
   type ToWorker,
@@ -197,8 +198,8 @@ export class WorkerPool {
   }
 
   /** Asks the least busy worker to probe an upstream; null when the worker itself did not answer in time. */
-  probe(apiBase: string, apiKey: string | null, timeoutMs: number): Promise<ProbedFrame | null> {
-    return this.#ask(this.#leastBusy(), timeoutMs + 250, (id) => ({ t: 'probe', id, apiBase, apiKey, timeoutMs })) as Promise<ProbedFrame | null>;
+  probe(upstream: ProbeTarget, timeoutMs: number): Promise<ProbedFrame | null> {
+    return this.#ask(this.#leastBusy(), timeoutMs + 250, (id) => ({ t: 'probe', id, upstream, timeoutMs })) as Promise<ProbedFrame | null>;
   }
 
   #ask(slot: Slot, timeoutMs: number, frame: (id: number) => ToWorker): Promise<PongFrame | ProbedFrame | null> {

@@ -9,7 +9,7 @@
  */
 import type { Payload } from '../../protocol/channel.js';
 import type { Upstream } from '../../protocol/config.js';
-import type { HeaderList, Operation, Usage } from '../../protocol/frames.js';
+import type { HeaderList, Operation, ProbeTarget, Usage } from '../../protocol/frames.js';
 import type { CallControl } from '../call-control.js';
 import type { Flow } from '../flow.js';
 
@@ -51,4 +51,17 @@ export interface AttemptSink {
 
 export interface ProviderAdapter {
   call(call: ProviderCall, sink: AttemptSink): Promise<void>;
+}
+
+/** A provider's free health probe (CONTRACT.md: health checks that cost nothing): a GET no provider bills for. */
+export interface ProbeRequest {
+  /** After the api_base's own path, query included. */
+  readonly path: string;
+  readonly headers: Record<string, string>;
+}
+
+/** One registry entry (workers/providers/index.ts): the adapter and its probe. */
+export interface Provider extends ProviderAdapter {
+  /** The probe request for a route of this provider; null when it has nothing to reach (mock). */
+  probe(target: ProbeTarget): ProbeRequest | null;
 }

@@ -47,13 +47,12 @@ const shapeArb: fc.Arbitrary<Shape> = fc.integer({ min: 1, max: 3 }).chain((coun
 );
 
 const timeouts = { connectMs: 1000, headersMs: 60_000, idleMs: 60_000, totalMs: 60_000 };
-const mock = { latencyMs: 0, streamChunks: 1, chunkIntervalMs: 0, embeddingDimensions: 2, fault: 'none' as const };
 
 function routingOf(shape: Shape): RoutingConfig {
   const aliases: AliasRoute[] = [];
   shape.groups.forEach((g, gi) => {
     for (let d = 0; d < g.deployments; d++) {
-      aliases.push({ alias: `g${gi}`, id: `g${gi}-${d}`, weight: 1 + d, order: 1, maxParallel: 0, provider: 'openai', upstreamModel: `m${gi}${d}`, apiBase: 'http://127.0.0.1:9', credentials: { kind: 'not_required' }, timeouts, mock });
+      aliases.push({ alias: `g${gi}`, id: `g${gi}-${d}`, weight: 1 + d, order: 1, maxParallel: 0, provider: 'openai', upstreamModel: `m${gi}${d}`, apiBase: 'http://127.0.0.1:9', credentials: { kind: 'not_required' }, timeouts, settings: {}, dropParams: false });
     }
   });
   const list = (pick: (g: Shape['groups'][number]) => readonly number[]) =>

@@ -6,16 +6,19 @@
  * like a real upstream.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Usage } from '../../protocol/frames.js';
-import type { AttemptSink, ProviderAdapter, ProviderCall } from './adapter.js';
+import { settingsOf } from '../../../protocol/config.js';
+import type { Usage } from '../../../protocol/frames.js';
+import type { AttemptSink, Provider, ProviderCall } from '../adapter.js';
 
 const CREATED = 1_700_000_000;
 const encoder = new TextEncoder();
 
-export const mockAdapter: ProviderAdapter = {
+export const mockProvider: Provider = {
+  // No network: nothing to probe.
+  probe: () => null,
   async call(call, sink) {
     const started = performance.now();
-    const { mock } = call.upstream;
+    const mock = settingsOf(call.upstream, 'mock');
     if (mock.latencyMs > 0) await sleep(mock.latencyMs, undefined, { signal: call.control.signal });
     call.headersAt = performance.now();
     if (mock.fault !== 'none') return injectFault(mock.fault);
@@ -46,7 +49,7 @@ export const mockAdapter: ProviderAdapter = {
 };
 
 async function stream(call: ProviderCall, sink: AttemptSink, s: { id: string; model: string; words: string[]; usage: Usage; started: number }): Promise<void> {
-  const { chunkIntervalMs } = call.upstream.mock;
+  const { chunkIntervalMs } = settingsOf(call.upstream, 'mock');
   const chunk = (delta: object, finish: string | null) =>
     `data: ${JSON.stringify({ id: s.id, object: 'chat.completion.chunk', created: CREATED, model: s.model, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }] })}\n\n`;
   sink.head([]);
@@ -74,7 +77,7 @@ function embeddings(call: ProviderCall): { body: string; usage: Usage } {
   const raw = call.body.input;
   const inputs: unknown[] = Array.isArray(raw) ? raw : [raw];
   const requested = call.body.dimensions;
-  const dims = typeof requested === 'number' && Number.isInteger(requested) && requested > 0 && requested <= 65_536 ? requested : call.upstream.mock.embeddingDimensions;
+  const dims = typeof requested === 'number' && Number.isInteger(requested) && requested > 0 && requested <= 65_536 ? requested : settingsOf(call.upstream, 'mock').embeddingDimensions;
   const base64 = call.body.encoding_format === 'base64';
   let tokens = 0;
   const data = inputs.map((input, index) => {

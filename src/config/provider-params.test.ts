@@ -1,0 +1,136 @@
+/**
+ * The native providers in the config (CONTRACT.md, Native providers and
+ * Config file): azure and anthropic deployments with their defaults, their
+ * own params, their key variables, `drop_params` per deployment and in
+ * `litellm_settings`, and the messages of what does not load.
+ */
+import { describe, expect, it } from 'vitest';
+import { ConfigError, parseConfig, type GatewayConfig } from './load.js';
+
+const SOURCE = 'conf/native.yaml';
+
+function route(config: GatewayConfig, name: string) {
+  const found = config.routing.aliases.find((a) => a.alias === name);
+  if (!found) throw new Error(`no alias ${name}`);
+  return found;
+}
+
+function refusal(yaml: string, env: Record<string, string> = {}): string {
+  try {
+    parseConfig(yaml, SOURCE, env);
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return (err as Error).message;
+  }
+  throw new Error('the config loaded');
+}
+
+describe('azure deployments', () => {
+  it('take api_version (default 2024-10-21), read AZURE_API_KEY without an api_key, and keep their api_base', () => {
+    const config = parseConfig(
+      `
+model_list:
+  - model_name: a
+    params: { model: azure/gpt4o-deploy, api_base: https://res.openai.azure.com/ }
+  - model_name: b
+    params: { model: azure/gpt4o-deploy, api_base: https://res.openai.azure.com, api_version: 2025-04-01-preview, api_key: literal-key }
+`,
+      SOURCE,
+      { AZURE_API_KEY: 'az-from-env' },
+    );
+    expect(route(config, 'a')).toMatchObject({
+      provider: 'azure',
+      upstreamModel: 'gpt4o-deploy',
+      apiBase: 'https://res.openai.azure.com',
+      settings: { apiVersion: '2024-10-21' },
+      credentials: { kind: 'key', key: 'az-from-env', source: 'AZURE_API_KEY' },
+      dropParams: false,
+    });
+    expect(route(config, 'b')).toMatchObject({ settings: { apiVersion: '2025-04-01-preview' }, credentials: { kind: 'key', key: 'literal-key', source: 'literal' } });
+    expect(config.warnings).toEqual([]);
+  });
+
+  it('is missing credentials when AZURE_API_KEY is unset, even at its own api_base (only openai is keyless there)', () => {
+    const config = parseConfig('model_list:\n  - model_name: a\n    params: { model: azure/d, api_base: https://res.openai.azure.com }\n', SOURCE, {});
+    expect(route(config, 'a').credentials).toEqual({ kind: 'missing', variable: 'AZURE_API_KEY' });
+  });
+
+  it('needs an api_base: the message names the path', () => {
+    const message = refusal('model_list:\n  - model_name: a\n    params: { model: azure/d, api_key: k }\n');
+    expect(message).toContain(`${SOURCE}: model_list[0].params.api_base`);
+    expect(message).toContain('azure');
+  });
+
+  it('refuses an api_version that could not be sent in a query', () => {
+    const message = refusal('model_list:\n  - model_name: a\n    params: { model: azure/d, api_base: https://r.openai.azure.com, api_version: "2024-10-21&x=1" }\n');
+    expect(message).toContain('model_list[0].params.api_version');
+  });
+});
+
+describe('anthropic deployments', () => {
+  it('default to api.anthropic.com and anthropic-version 2023-06-01, read ANTHROPIC_API_KEY, and take anthropic_version', () => {
+    const config = parseConfig(
+      `
+model_list:
+  - model_name: claude
+    params: { model: anthropic/claude-sonnet-4-5 }
+  - model_name: claude-new
+    params: { model: anthropic/claude-sonnet-4-5, anthropic_version: 2024-01-01, api_base: http://127.0.0.1:9/ }
+`,
+      SOURCE,
+      { ANTHROPIC_API_KEY: 'sk-ant-env' },
+    );
+    expect(route(config, 'claude')).toMatchObject({
+      provider: 'anthropic',
+      upstreamModel: 'claude-sonnet-4-5',
+      apiBase: 'https://api.anthropic.com',
+      settings: { anthropicVersion: '2023-06-01' },
+      credentials: { kind: 'key', key: 'sk-ant-env', source: 'ANTHROPIC_API_KEY' },
+    });
+    // At a base URL of its own it still reads its variable: a keyless anthropic endpoint is no case the contract has.
+    expect(route(config, 'claude-new')).toMatchObject({ apiBase: 'http://127.0.0.1:9', settings: { anthropicVersion: '2024-01-01' }, credentials: { source: 'ANTHROPIC_API_KEY' } });
+  });
+
+  it('warns about another provider\'s param, naming it and the provider', () => {
+    const config = parseConfig('model_list:\n  - model_name: c\n    params: { model: anthropic/x, api_key: k, api_version: 2024-10-21, mock_latency_ms: 5 }\n', SOURCE, {});
+    expect(config.warnings).toHaveLength(2);
+    expect(config.warnings[0]).toContain('model_list[0].params.api_version');
+    expect(config.warnings[0]).toContain('"anthropic"');
+    expect(config.warnings[1]).toContain('model_list[0].params.mock_latency_ms');
+  });
+});
+
+describe('drop_params', () => {
+  it('is per deployment, defaulting to litellm_settings.drop_params, and applies to route rules', () => {
+    const yaml = (settings: string) => `
+model_list:
+  - model_name: a
+    params: { model: anthropic/x, api_key: k }
+  - model_name: b
+    params: { model: anthropic/x, api_key: k, drop_params: false }
+  - model_name: c
+    params: { model: anthropic/x, api_key: k, drop_params: true }
+route_rules:
+  - provider: anthropic
+    params: { api_key: k }
+${settings}`;
+    const off = parseConfig(yaml(''), SOURCE, {});
+    expect(off.routing.aliases.map((a) => a.dropParams)).toEqual([false, false, true]);
+    expect(off.routing.rules[0]!.dropParams).toBe(false);
+    const on = parseConfig(yaml('litellm_settings: { drop_params: true }'), SOURCE, {});
+    expect(on.routing.aliases.map((a) => a.dropParams)).toEqual([true, false, true]);
+    expect(on.routing.rules[0]!.dropParams).toBe(true);
+    expect(on.warnings).toEqual([]);
+  });
+
+  it('must be a boolean', () => {
+    expect(refusal('model_list:\n  - model_name: a\n    params: { model: anthropic/x, drop_params: "yes" }\n')).toContain('model_list[0].params.drop_params');
+  });
+});
+
+describe('mock deployments', () => {
+  it('keep their knobs as their settings', () => {
+    const config = parseConfig('model_list:\n  - model_name: m\n    params: { model: mock/x, mock_stream_chunks: 3, mock_fault: exit }\n', SOURCE, {});
+    expect(route(config, 'm').settings).toEqual({ latencyMs: 0, streamChunks: 3, chunkIntervalMs: 0, embeddingDimensions: 16, fault: 'exit' });
+  });
+});

@@ -1,0 +1,92 @@
+/**
+ * `anthropic`: the Messages API (`POST <api_base>/v1/messages`), translated
+ * both ways, streams included. Credentials: `x-api-key`, with
+ * `anthropic-version` (`anthropic_version`, default 2023-06-01). The pure
+ * translators are request.ts, response.ts and stream.ts; errors and
+ * rate-limit headers are errors.ts. No embeddings API: 400
+ * `unsupported_operation`.
+ */
+import { providerKey, settingsOf, type Upstream } from '../../../protocol/config.js';
+import { GatewayError } from '../../../protocol/errors.js';
+import type { Usage } from '../../../protocol/frames.js';
+import { decodedEvents, type SseBatch } from '../../sse.js';
+import type { Provider, ProviderCall } from '../adapter.js';
+import { bodyText, isRecord, parseBody } from '../compatible.js';
+import { httpAttempt, type HttpDialect, type StreamRelay } from '../http-attempt.js';
+import { anthropicError, anthropicHeaders } from './errors.js';
+import { toMessagesRequest } from './request.js';
+import { toChatCompletion } from './response.js';
+import { MessagesStreamTranslator } from './stream.js';
+
+const encoder = new TextEncoder();
+
+function credentials(headers: Record<string, string>, upstream: Pick<Upstream, 'credentials' | 'settings'>): void {
+  const key = providerKey(upstream.credentials);
+  if (key !== null) headers['x-api-key'] = key;
+  headers['anthropic-version'] = settingsOf(upstream, 'anthropic').anthropicVersion;
+}
+
+/** Whether the request forced the JSON tool: the answer's tool input is its content. */
+const jsonModeOf = (call: ProviderCall): boolean => {
+  const format = call.body.response_format;
+  return isRecord(format) && (format.type === 'json_schema' || format.type === 'json_object') && !(Array.isArray(call.body.tools) && call.body.tools.length > 0);
+};
+
+const created = (): number => Math.floor(Date.now() / 1000);
+
+const dialect: HttpDialect = {
+  request(call, headers) {
+    if (call.op !== 'chat') throw new GatewayError('unsupported_operation', 'the anthropic provider has no embeddings API');
+    credentials(headers, call.upstream);
+    const request = toMessagesRequest(call.body, { model: call.upstream.upstreamModel, dropParams: call.upstream.dropParams });
+    return { path: '/v1/messages', body: JSON.stringify(request) };
+  },
+  headers: (raw) => anthropicHeaders(raw),
+  error: (status, body) => anthropicError(status, bodyText(body)),
+  reply(call, body) {
+    const { completion, usage } = toChatCompletion(parseBody(body), { created: created(), jsonMode: jsonModeOf(call) });
+    return { body: encoder.encode(JSON.stringify(completion)), usage };
+  },
+  stream(call) {
+    const options = call.body.stream_options;
+    const includeUsage = isRecord(options) && options.include_usage === true;
+    return new TranslatingRelay(new MessagesStreamTranslator({ created: created(), includeUsage, jsonMode: jsonModeOf(call) }));
+  },
+  readsServerErrors: true,
+};
+
+/** Each batch's events through the translator, its output as one frame. */
+class TranslatingRelay implements StreamRelay {
+  readonly #translator: MessagesStreamTranslator;
+
+  constructor(translator: MessagesStreamTranslator) {
+    this.#translator = translator;
+  }
+
+  batch(batch: SseBatch): Uint8Array | null {
+    const { events, names } = decodedEvents(batch);
+    let out = '';
+    for (let i = 0; i < events.length; i++) out += this.#translator.event(names?.[i] ?? null, events[i] as string);
+    return out.length === 0 ? null : encoder.encode(out);
+  }
+
+  end(rest: SseBatch): Uint8Array | null {
+    const last = this.batch(rest);
+    this.#translator.end();
+    return last;
+  }
+
+  usage(): Usage | null {
+    return this.#translator.usage;
+  }
+}
+
+export const anthropicProvider: Provider = {
+  call: (call, sink) => httpAttempt(dialect, call, sink),
+  // The model list (GET /v1/models): free, and it checks the key.
+  probe(target) {
+    const headers: Record<string, string> = { accept: 'application/json' };
+    credentials(headers, target);
+    return { path: '/v1/models', headers };
+  },
+};

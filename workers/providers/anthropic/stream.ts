@@ -1,0 +1,160 @@
+/**
+ * An Anthropic Messages stream as `chat.completion.chunk` events (pure:
+ * events in, SSE text out; examples in anthropic/golden/). CONTRACT.md,
+ * Native providers, Streams:
+ * - `message_start` → the role chunk (`delta: {role: "assistant", content: ""}`), exactly once;
+ * - text deltas → `delta.content`;
+ * - each `tool_use` block → a tool call, numbered from 0 in order of
+ *   appearance: its first delta has `id`, `type` and `function.name` (and
+ *   empty arguments), then every `input_json_delta` fragment goes under the
+ *   same `index` as `function.arguments` (in JSON mode, request.ts, the
+ *   forced tool's fragments are `delta.content` instead);
+ * - `message_delta` carries the stop reason and usage; at `message_stop`
+ *   come the finish chunk, the usage chunk (empty `choices`) when the
+ *   caller asked for `stream_options.include_usage`, and `data: [DONE]`;
+ * - `ping`, thinking and signature deltas, and event types this does not
+ *   know (Anthropic's versioning policy adds some) are not forwarded;
+ * - `event: error` is thrown as the attempt's failure (errors.ts): before
+ *   the commit point the routing layer retries it, after it the client
+ *   gets one SSE error event. A stream that ends before `message_stop` was
+ *   cut short (upstream_reset).
+ */
+import { GatewayError } from '../../../protocol/errors.js';
+import type { Usage } from '../../../protocol/frames.js';
+import { isRecord, tryParse } from '../compatible.js';
+import { streamErrorFailure } from './errors.js';
+import { JSON_TOOL } from './request.js';
+import { compatibleUsage, emptyUsage, finishReason, readUsage } from './response.js';
+
+export interface StreamOptions {
+  /** Seconds since the epoch, for `created`. */
+  readonly created: number;
+  /** The caller asked for `stream_options.include_usage`. */
+  readonly includeUsage: boolean;
+  /** The request forced the JSON tool (request.ts). */
+  readonly jsonMode: boolean;
+}
+
+/** What a content block of the Anthropic stream becomes. */
+type BlockKind = { readonly kind: 'text' } | { readonly kind: 'tool'; readonly index: number } | { readonly kind: 'json' } | { readonly kind: 'other' };
+
+const OTHER: BlockKind = { kind: 'other' };
+
+export class MessagesStreamTranslator {
+  readonly #options: StreamOptions;
+  readonly #blocks = new Map<unknown, BlockKind>();
+  readonly #counters = emptyUsage();
+  #id: unknown = null;
+  #model: unknown = null;
+  #started = false;
+  #stopped = false;
+  #tools = 0;
+  #stopReason: unknown = null;
+
+  constructor(options: StreamOptions) {
+    this.#options = options;
+  }
+
+  /** The usage counted so far (complete once the stream stopped). */
+  get usage(): Usage {
+    return compatibleUsage(this.#counters).usage;
+  }
+
+  /** One event (its `event:` name, null when it had none, and its data); returns the SSE text to send, '' for none. */
+  event(name: string | null, data: string): string {
+    const event = tryParse(data);
+    if (!isRecord(event)) throw new GatewayError('upstream_invalid_response', 'the provider stream carried an event whose data is not a JSON object');
+    const type = name ?? event.type;
+    if (type === 'error') throw streamErrorFailure(event);
+    if (this.#stopped || type === 'ping') return '';
+    if (!this.#started && type !== 'message_start') {
+      throw new GatewayError('upstream_invalid_response', `the provider stream sent "${String(type)}" before message_start`);
+    }
+    switch (type) {
+      case 'message_start':
+        return this.#start(event.message);
+      case 'content_block_start':
+        return this.#blockStart(event.index, event.content_block);
+      case 'content_block_delta':
+        return this.#delta(event.index, event.delta);
+      case 'message_delta':
+        if (isRecord(event.delta) && event.delta.stop_reason !== undefined) this.#stopReason = event.delta.stop_reason;
+        readUsage(event.usage, this.#counters);
+        return '';
+      case 'message_stop':
+        return this.#stop();
+      default:
+        // content_block_stop, and event types added after this was written.
+        return '';
+    }
+  }
+
+  /** The upstream ended; throws when it ended before message_stop. */
+  end(): string {
+    if (!this.#stopped) throw new GatewayError('upstream_reset', 'the provider stream ended before its message_stop event');
+    return '';
+  }
+
+  #start(message: unknown): string {
+    if (this.#started) return '';
+    this.#started = true;
+    if (isRecord(message)) {
+      this.#id = message.id;
+      this.#model = message.model;
+      readUsage(message.usage, this.#counters);
+    }
+    return this.#chunk({ role: 'assistant', content: '' }, null);
+  }
+
+  #blockStart(index: unknown, block: unknown): string {
+    if (!isRecord(block)) return '';
+    if (block.type === 'text') {
+      this.#blocks.set(index, { kind: 'text' });
+      return typeof block.text === 'string' && block.text.length > 0 ? this.#chunk({ content: block.text }, null) : '';
+    }
+    if (block.type === 'tool_use' && this.#options.jsonMode && block.name === JSON_TOOL) {
+      this.#blocks.set(index, { kind: 'json' });
+      return '';
+    }
+    if (block.type === 'tool_use') {
+      const tool = this.#tools++;
+      this.#blocks.set(index, { kind: 'tool', index: tool });
+      return this.#chunk({ tool_calls: [{ index: tool, id: block.id, type: 'function', function: { name: block.name, arguments: '' } }] }, null);
+    }
+    this.#blocks.set(index, OTHER);
+    return '';
+  }
+
+  #delta(index: unknown, delta: unknown): string {
+    if (!isRecord(delta)) return '';
+    const block = this.#blocks.get(index) ?? OTHER;
+    if (delta.type === 'text_delta' && block.kind === 'text' && typeof delta.text === 'string' && delta.text.length > 0) {
+      return this.#chunk({ content: delta.text }, null);
+    }
+    if (delta.type !== 'input_json_delta' || typeof delta.partial_json !== 'string' || delta.partial_json.length === 0) return '';
+    if (block.kind === 'json') return this.#chunk({ content: delta.partial_json }, null);
+    if (block.kind === 'tool') return this.#chunk({ tool_calls: [{ index: block.index, function: { arguments: delta.partial_json } }] }, null);
+    return '';
+  }
+
+  #stop(): string {
+    this.#stopped = true;
+    let out = this.#chunk({}, finishReason(this.#stopReason, this.#options.jsonMode));
+    if (this.#options.includeUsage) {
+      out += event({ id: this.#id, object: 'chat.completion.chunk', created: this.#options.created, model: this.#model, choices: [], usage: compatibleUsage(this.#counters).json });
+    }
+    return `${out}data: [DONE]\n\n`;
+  }
+
+  #chunk(delta: Record<string, unknown>, finish: string | null): string {
+    return event({
+      id: this.#id,
+      object: 'chat.completion.chunk',
+      created: this.#options.created,
+      model: this.#model,
+      choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
+    });
+  }
+}
+
+const event = (chunk: Record<string, unknown>): string => `data: ${JSON.stringify(chunk)}\n\n`;

@@ -1,0 +1,169 @@
+/**
+ * One attempt on an HTTP provider, whatever its dialect: the transport
+ * every network adapter shares. Deadlines, cancellation, backpressure (a
+ * paused client pauses the upstream read), the response limit, the SSE
+ * framing and the failure classification live here once; a provider
+ * supplies only its dialect: how a call becomes its request, how its
+ * answers, errors, headers and stream events become the compatible form
+ * (workers/providers/<name>/). A success goes to the sink; anything else is
+ * thrown, classified (workers/routing/failure.ts) for the attempt loop.
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import { joinForNow, type Payload } from '../../protocol/channel.js';
+import type { HeaderList, Usage } from '../../protocol/frames.js';
+import { GatewayError } from '../../protocol/errors.js';
+import { VERSION } from '../../protocol/version.js';
+import { Deadlines } from '../deadlines.js';
+import { SseParser, type SseBatch } from '../sse.js';
+import { toUpstreamError, upstreamExchange, UpstreamExchange, type UpstreamHead } from '../upstream-http.js';
+import { AttemptFailure, providerFailure, redactKeys, retryAfterMs } from '../routing/failure.js';
+import { utf8Text } from '../bytes.js';
+import type { AttemptSink, ProviderCall } from './adapter.js';
+
+/** What a provider request is, besides the headers every call carries. */
+export interface UpstreamRequest {
+  /** After the api_base's own path, query included. */
+  readonly path: string;
+  readonly body: string;
+}
+
+/** A provider's side of an attempt: everything that differs between providers. */
+export interface HttpDialect {
+  /**
+   * The call as the provider's request. `headers` already has the common ones (content type,
+   * user agent, request id, accept); the dialect adds its credentials and versions. Throws a
+   * GatewayError (a 400: unsupported parameter or operation) for a call the provider cannot take.
+   */
+  request(call: ProviderCall, headers: Record<string, string>): UpstreamRequest;
+  /** The answer's headers a caller may see: the allowlist, the provider's own rate-limit headers renamed onto it. */
+  headers(raw: IncomingHttpHeaders): HeaderList;
+  /** A provider 4xx body (whole, in the pieces read) as the compatible error object. */
+  error(status: number, body: readonly Uint8Array[]): { readonly contentType: string; readonly body: Payload };
+  /** A success body (whole) as the compatible answer, with its usage; throws upstream_invalid_response for one it cannot read. */
+  reply(call: ProviderCall, body: readonly Uint8Array[]): { readonly body: Payload; readonly usage: Usage | null };
+  /** A stream's relay for one call. */
+  stream(call: ProviderCall): StreamRelay;
+  /** A 5xx body is read (bounded) so the log can say what the provider said; otherwise it is dropped unread. */
+  readonly readsServerErrors: boolean;
+}
+
+/** Turns a provider's stream into compatible SSE events, batch by batch. */
+export interface StreamRelay {
+  /** What to send for one parsed batch (null: nothing yet); throws the attempt's failure on an in-band error event. */
+  batch(batch: SseBatch): Payload | null;
+  /** The upstream ended (`rest`: the parser's last events): what is left to send; throws when the stream was cut short. */
+  end(rest: SseBatch): Payload | null;
+  /** The usage the stream reported, for the access log and metrics. */
+  usage(): Usage | null;
+}
+
+const USER_AGENT = `switchyard/${VERSION}`;
+/** Cap on one SSE event, so an upstream that never ends an event cannot grow memory. */
+const MAX_EVENT_BYTES = 8 * 1024 * 1024;
+/** What of a 5xx body is kept for the log. */
+const SERVER_ERROR_DETAIL_BYTES = 2048;
+
+export async function httpAttempt(dialect: HttpDialect, call: ProviderCall, sink: AttemptSink): Promise<void> {
+  const started = performance.now();
+  const { upstream, control } = call;
+  if (upstream.apiBase === null) throw new GatewayError('internal_error', 'this provider has no api_base');
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    'user-agent': USER_AGENT,
+    'x-request-id': call.requestId,
+    accept: call.stream ? 'text/event-stream' : 'application/json',
+  };
+  // Before any timer or connection: a request the provider cannot take is the caller's 400.
+  const request = dialect.request(call, headers);
+  // call.control is "stop now": the client left, or a deadline passed (then its reason is the GatewayError).
+  const deadlines = new Deadlines((reason) => control.abort(reason), upstream.timeouts, call.budgetMs);
+  const exchange = new UpstreamExchange(call.maxResponseBytes, deadlines, call.stream ? isEventStream : null);
+  control.onAbort((reason) => exchange.abort(reason));
+  let answered = false;
+  try {
+    upstreamExchange(upstream.apiBase, upstream.timeouts.connectMs, 'POST', request.path, request.body, headers, exchange);
+    const { status, headers: responseHeaders } = await exchange.head;
+    call.headersAt = performance.now();
+    answered = true;
+    const passHeaders = dialect.headers(responseHeaders);
+    if (status >= 300 && status < 400) throw new AttemptFailure('transient', 'upstream_redirect', 'the provider answered with a redirect, which the gateway does not follow', status, passHeaders);
+    if (status >= 500 || status < 200 || status === 408) throw await serverFailure(dialect, exchange, status, passHeaders, responseHeaders);
+    if (status >= 400) {
+      // CONTRACT.md: provider 4xx pass through with their status and message (when no other deployment should be tried).
+      const error = dialect.error(status, await exchange.body);
+      throw providerFailure(status, passHeaders, retryAfterMs(responseHeaders), error.contentType, error.body);
+    }
+    if (call.stream) {
+      if (!isEventStream({ status, headers: responseHeaders })) {
+        throw new GatewayError('upstream_invalid_response', 'the provider answered a stream request without an event stream');
+      }
+      sink.head(passHeaders);
+      const usage = await relayEvents(exchange, call, sink, deadlines, dialect.stream(call));
+      sink.end(usage, performance.now() - started);
+      return;
+    }
+    const answer = dialect.reply(call, await exchange.body);
+    sink.reply(status, 'application/json', passHeaders, answer.body, answer.usage, performance.now() - started);
+  } catch (err) {
+    if (control.aborted && control.reason instanceof GatewayError) throw control.reason;
+    if (err instanceof AttemptFailure) throw err;
+    throw toUpstreamError(err, answered);
+  } finally {
+    control.onAbort(null);
+    deadlines.clear();
+    // Whatever is not read by now is not wanted: the connection is dropped rather than drained.
+    exchange.release();
+  }
+}
+
+/** A 5xx (or 408, or 1xx) answer: transient. The caller gets the gateway's message; the provider's, redacted, is kept for the log. */
+async function serverFailure(dialect: HttpDialect, exchange: UpstreamExchange, status: number, passHeaders: HeaderList, raw: IncomingHttpHeaders): Promise<AttemptFailure> {
+  const failure = providerFailure(status, passHeaders, retryAfterMs(raw), '', null);
+  if (!dialect.readsServerErrors) return failure;
+  const body = await exchange.body.catch(() => null);
+  if (body === null || body.length === 0) return failure;
+  const bytes = joinForNow(body);
+  const detail = redactKeys(utf8Text(bytes, 0, Math.min(bytes.length, SERVER_ERROR_DETAIL_BYTES)));
+  return new AttemptFailure(failure.kind, failure.code, failure.message, status, passHeaders, null, failure.retryAfterMs, detail);
+}
+
+/** A stream request's success answer: relayed as it comes; anything else is collected. */
+const isEventStream = ({ status, headers }: UpstreamHead): boolean =>
+  status >= 200 && status < 300 && String(headers['content-type'] ?? '').startsWith('text/event-stream');
+
+/**
+ * Relays a stream: each upstream chunk is parsed into whole events (one
+ * SSE parser, which keeps event names) and handed to the dialect's relay,
+ * whose output goes on as one data frame. Pausing the flow pauses the
+ * upstream read and holds the idle deadline.
+ */
+async function relayEvents(exchange: UpstreamExchange, call: ProviderCall, sink: AttemptSink, deadlines: Deadlines, relay: StreamRelay): Promise<Usage | null> {
+  const parser = new SseParser(Math.min(MAX_EVENT_BYTES, call.maxResponseBytes));
+  const follow = (paused: boolean) => {
+    if (paused) {
+      exchange.pause();
+      deadlines.hold();
+    } else {
+      deadlines.release();
+      exchange.resume();
+    }
+  };
+  const off = call.flow.onChange(follow);
+  if (call.flow.paused) follow(true);
+  try {
+    exchange.relay((chunk) => {
+      try {
+        const out = relay.batch(parser.push(chunk));
+        if (out !== null) sink.data(out);
+      } catch (err) {
+        exchange.abort(err);
+      }
+    });
+    await exchange.body;
+    const out = relay.end(parser.finish());
+    if (out !== null) sink.data(out);
+    return relay.usage();
+  } finally {
+    off();
+  }
+}
