@@ -1,0 +1,125 @@
+/**
+ * The server half of the provider fakes (anthropic-upstream.ts,
+ * azure-upstream.ts): a real HTTP server on 127.0.0.1 that reads each
+ * request whole, records it (method, path, query, headers, JSON body, and
+ * whether the client left before the answer was complete) and hands it to
+ * the fake's handler, which answers in its provider's wire format.
+ */
+import http from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+
+export interface FakeRequest {
+  readonly method: string;
+  readonly path: string;
+  readonly query: URLSearchParams;
+  readonly headers: IncomingMessage['headers'];
+  /** The body parsed as JSON ({} when there was none or it was not JSON). */
+  readonly body: Record<string, unknown>;
+  /** The client closed the connection before the answer was complete. */
+  aborted: boolean;
+  /** The answer was complete. */
+  done: boolean;
+}
+
+/** Answers one request: `later` runs a step after a delay unless the server closed first; `alive` says whether the client is still there. */
+export type FakeHandler = (request: FakeRequest, res: ServerResponse, tools: { later(ms: number, fn: () => void): void; alive(): boolean }) => void;
+
+export interface FakeServer {
+  /** http://127.0.0.1:PORT */
+  readonly origin: string;
+  readonly received: FakeRequest[];
+  /** Requests whose answer is not complete and whose client is still there. */
+  inFlight(): number;
+  /** Polls `pred` every 5 ms; rejects after `timeoutMs`. */
+  waitFor(pred: () => boolean, timeoutMs?: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function startFakeServer(handler: FakeHandler): Promise<FakeServer> {
+  const received: FakeRequest[] = [];
+  const sockets = new Set<Socket>();
+  const timers = new Set<NodeJS.Timeout>();
+  let open = 0;
+  const later = (ms: number, fn: () => void) => {
+    const t = setTimeout(() => {
+      timers.delete(t);
+      fn();
+    }, ms);
+    timers.add(t);
+  };
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      let body: Record<string, unknown> = {};
+      try {
+        body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>;
+      } catch {
+        // recorded as {}
+      }
+      const url = new URL(req.url ?? '/', 'http://fake');
+      const record: FakeRequest = { method: req.method ?? 'GET', path: url.pathname, query: url.searchParams, headers: req.headers, body, aborted: false, done: false };
+      received.push(record);
+      open++;
+      res.on('close', () => {
+        open--;
+        if (res.writableFinished) record.done = true;
+        else record.aborted = true;
+      });
+      handler(record, res, { later, alive: () => !res.destroyed && !res.writableEnded });
+    });
+  });
+  server.on('connection', (socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    origin: `http://127.0.0.1:${port}`,
+    received,
+    inFlight: () => open,
+    async waitFor(pred, timeoutMs = 3000) {
+      const until = performance.now() + timeoutMs;
+      while (!pred()) {
+        if (performance.now() > until) throw new Error(`waitFor: not true within ${timeoutMs} ms`);
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const t of timers) clearTimeout(t);
+        for (const s of sockets) s.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/** A JSON answer. */
+export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...headers });
+  res.end(text);
+}
+
+/**
+ * Writes SSE text in pieces: all at once (`intervalMs` 0), or one piece
+ * every `intervalMs`; `onDone` after the last (the caller ends the answer
+ * or breaks it off).
+ */
+export function writePieces(res: ServerResponse, pieces: readonly string[], intervalMs: number, later: (ms: number, fn: () => void) => void, alive: () => boolean, onDone: () => void): void {
+  if (intervalMs === 0) {
+    res.write(pieces.join(''));
+    onDone();
+    return;
+  }
+  let i = 0;
+  const next = () => {
+    if (!alive()) return;
+    if (i === pieces.length) return onDone();
+    res.write(pieces[i++]);
+    later(intervalMs, next);
+  };
+  next();
+}
