@@ -8,7 +8,7 @@ import { CallControl } from '../dist/workers/call-control.js';
 import { Flow } from '../dist/workers/flow.js';
 const timeouts = { connectMs: 1000, headersMs: 60000, idleMs: 60000, totalMs: 60000 };
 const mock = { latencyMs: 0, streamChunks: 1, chunkIntervalMs: 0, embeddingDimensions: 2, fault: 'none' };
-const mk = (alias, id) => ({ alias, id, weight: 1, order: 1, maxParallel: 0, provider: 'openai', upstreamModel: 'm', apiBase: 'http://x', apiKey: null, credentials: 'not_required', credentialsSource: null, timeouts, mock });
+const mk = (alias, id) => ({ alias, id, weight: 1, order: 1, maxParallel: 0, provider: 'openai', upstreamModel: 'm', apiBase: 'http://x', credentials: { kind: 'not_required' }, timeouts, mock });
 const aliases = [mk('one', 'one-0'), ...[0,1,2,3].map((i) => mk('four', `four-${i}`))];
 const routing = { version: 1, aliases, slots: aliases.map((_, i) => i), rules: [], maxResponseBodyBytes: 1 << 20, router: { strategy: 'least-busy', numRetries: 2, retryAfterMs: 0, allowedFails: 3, cooldownMs: 30000, fallbacks: [], contextWindowFallbacks: [], streamCommitTimeoutMs: 10000, timeoutMs: null } };
 const router = new Router(routing);

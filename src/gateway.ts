@@ -46,9 +46,9 @@ export interface DrainReport {
 
 export async function startGateway(loaded: GatewayConfig, log: Logger): Promise<Gateway> {
   // One state slot per deployment id, kept across reloads (src/supervisor/deployment-slots.ts).
-  const deployments = new DeploymentSlots(loaded.routing.aliases.length, loaded.workers);
+  const deployments = new DeploymentSlots(loaded.routing.aliases.length, loaded.workerMode.workers);
   const config = withSlots(loaded, deployments);
-  const pool = await WorkerPool.start(config.workers, config.routing, log, deployments);
+  const pool = await WorkerPool.start(config.workerMode.workers, config.routing, log, deployments);
   const ctx: FrontContext = {
     config,
     deployments,
@@ -131,9 +131,11 @@ export async function startGateway(loaded: GatewayConfig, log: Logger): Promise<
       // Before anything changes: a reload with more new deployment ids than there are state slots is refused whole.
       const next = withSlots(loadedNext, deployments);
       // A generated key stays the same across reloads; a configured one may rotate.
-      const config = next.apiKeyGenerated && current.apiKeyGenerated ? Object.freeze({ ...next, apiKeys: current.apiKeys }) : next;
-      for (const key of ['host', 'port', 'workers'] as const) {
-        if (config[key] !== current[key]) log.warn({ event: 'reload_needs_restart', setting: key }, `"${key}" changed; it takes effect at the next start`);
+      // The worker mode stays the one the pool runs (and /status reports) until the next start.
+      const config = Object.freeze({ ...next, workerMode: current.workerMode, ...(next.apiKeyGenerated && current.apiKeyGenerated && { apiKeys: current.apiKeys }) });
+      const changed = { host: next.host !== current.host, port: next.port !== current.port, workers: next.workerMode.workers !== current.workerMode.workers };
+      for (const [key, differs] of Object.entries(changed)) {
+        if (differs) log.warn({ event: 'reload_needs_restart', setting: key }, `"${key}" changed; it takes effect at the next start`);
       }
       ctx.config = config;
       ctx.auth = new BearerAuth(config.apiKeys);

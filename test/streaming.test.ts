@@ -7,7 +7,7 @@ import http from 'node:http';
 import type { IncomingHttpHeaders } from 'node:http';
 import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
-import { defaultYaml, type TestGateway, useGatewayWithUpstream } from './support/gateway.js';
+import { defaultYaml, type TestGateway, useGateway } from './support/gateway.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -145,7 +145,7 @@ function expectSingleErrorEvent(r: RawResult): ErrorEvent['error'] {
 describe('streaming through the gateway', () => {
   // A stream is held until its first content or stream_commit_timeout: long here, so that a slow host moving an 8 MiB
   // event (huge-no-newline) cannot commit an empty head first.
-  const { gw, upstream } = useGatewayWithUpstream((upstream) => ({ yaml: `${defaultYaml(upstream)}\nrouter_settings: { stream_commit_timeout: 60 }\n` }));
+  const { gw, upstream } = useGateway({ gateway: (upstream) => ({ yaml: `${defaultYaml(upstream)}\nrouter_settings: { stream_commit_timeout: 60 }\n` }) });
   afterEach(async () => {
     // Nothing left behind: no upstream request open, no call in flight in the pool.
     await upstream.waitFor(() => upstream.openRequests() === 0, 3000);
@@ -377,7 +377,7 @@ describe('streaming through the gateway', () => {
 });
 
 describe('stream keep-alive comments (server.stream_keepalive_interval: 0.1)', () => {
-  const { gw, upstream } = useGatewayWithUpstream((upstream) => ({ yaml: `${defaultYaml(upstream)}\nserver:\n  stream_keepalive_interval: 0.1\n` }));
+  const { gw, upstream } = useGateway({ gateway: (upstream) => ({ yaml: `${defaultYaml(upstream)}\nserver:\n  stream_keepalive_interval: 0.1\n` }) });
 
   it('sends ": keepalive" comments every ~0.1 s while no chunk flows, and the stream still parses', async () => {
     expect(gw.config.streamKeepaliveMs).toBe(100);
@@ -423,7 +423,7 @@ describe('stream keep-alive comments (server.stream_keepalive_interval: 0.1)', (
 });
 
 describe('backpressure and cancellation', () => {
-  const { gw, upstream } = useGatewayWithUpstream();
+  const { gw, upstream } = useGateway();
 
   const stats = () => gw.gateway.context.pool.stats();
 

@@ -72,7 +72,7 @@ export class Router {
     for (const spec of specs.values()) {
       const deployments: Deployment[] = [];
       spec.deployments.forEach((route, i) => {
-        if (route.credentials === 'missing') return;
+        if (route.credentials.kind === 'missing') return;
         const slot = spec.slots[i] ?? -1;
         deployments.push({ id: route.id, upstream: route, slot, weight: route.weight, order: route.order, cap: route.maxParallel, labels: { model: route.alias, provider: route.provider } });
       });
@@ -100,7 +100,7 @@ export class Router {
       const id = model.slice(slash + 1);
       const rule = this.#rules.find((r) => r.provider === provider && r.patterns.some((p) => p.test(id)));
       if (rule && id.length > 0) {
-        if (rule.base.credentials === 'missing') throw new GatewayError('credentials_missing');
+        if (rule.base.credentials.kind === 'missing') throw new GatewayError('credentials_missing');
         const deployment: Deployment = {
           id: `route_rules[${rule.index}]`,
           upstream: { ...rule.base, upstreamModel: id },

@@ -9,7 +9,9 @@ import { groupsOf, type GroupSpec } from '../../protocol/routing-groups.js';
 import type { DeploymentStates } from '../../protocol/deployment-state.js';
 import { httpStatusOf } from '../health/types.js';
 import { VERSION } from '../../protocol/version.js';
+import { workerModeReport } from '../config/workers.js';
 import type { FrontContext } from './context.js';
+import type { ModelStatus } from './status-schemas.js';
 import { send, sendError, sendJson, type Exchange } from './http.js';
 
 /** spec 000, Health object; CONTRACT.md: the same body on /health/live and /health/liveliness. */
@@ -54,6 +56,7 @@ export function status(ctx: FrontContext, ex: Exchange): void {
     uptime_seconds: Math.round((Date.now() - c.startedAt) / 1000),
     uws_native: ctx.uwsNative,
     workers: pool.workers,
+    worker_mode: workerModeReport(ctx.config.workerMode),
     worker_restarts: pool.restarts,
     models_configured: groupsOf(ctx.config.routing).size,
     route_rules: ctx.config.routing.rules.length,
@@ -74,19 +77,20 @@ export function status(ctx: FrontContext, ex: Exchange): void {
  * Never the key itself: only whether it is there and where it comes from. The alias-level fields
  * describe its first deployment; `deployments` lists every one with its live routing state.
  */
-function modelStatus(group: GroupSpec, ctx: FrontContext, now: number) {
+function modelStatus(group: GroupSpec, ctx: FrontContext, now: number): ModelStatus {
   const route = group.deployments[0] as AliasRoute;
+  const { credentials } = route;
   const states = ctx.deployments.states;
   return {
     alias: route.alias,
     provider: route.provider,
     upstream_model: route.upstreamModel,
     api_base: route.apiBase,
-    credentials: route.credentials,
-    credentials_source: route.credentialsSource,
-    routable: group.deployments.some((d) => d.credentials !== 'missing'),
+    credentials: credentials.kind === 'key' ? 'present' : credentials.kind,
+    credentials_source: credentials.kind === 'key' ? credentials.source : credentials.kind === 'missing' ? credentials.variable : null,
+    routable: group.deployments.some((d) => d.credentials.kind !== 'missing'),
     routing_strategy: ctx.config.routing.router.strategy,
-    fallbacks: group.fallbacks,
+    fallbacks: [...group.fallbacks],
     deployments: group.deployments.map((d, i) => deploymentStatus(d, group.slots[i] as number, states, now)),
   };
 }

@@ -5,6 +5,7 @@
  * passed on in the pieces undici read it in); anything else is thrown,
  * classified (workers/routing/failure.ts) for the attempt loop.
  */
+import { bearerKey } from '../../protocol/config.js';
 import type { Usage } from '../../protocol/frames.js';
 import { GatewayError } from '../../protocol/errors.js';
 import { VERSION } from '../../protocol/version.js';
@@ -40,7 +41,9 @@ export const openaiAdapter: ProviderAdapter = {
         'x-request-id': call.requestId,
         accept: call.stream ? 'text/event-stream' : 'application/json',
       };
-      if (upstream.apiKey) headers.authorization = `Bearer ${upstream.apiKey}`;
+      // A keyless route (credentials not_required: a self-hosted vLLM, Ollama…) is called with no Authorization header.
+      const key = bearerKey(upstream.credentials);
+      if (key !== null) headers.authorization = `Bearer ${key}`;
       upstreamExchange(upstream.apiBase, upstream.timeouts.connectMs, 'POST', PATHS[call.op], JSON.stringify(call.body), headers, exchange);
       const { status, headers: responseHeaders } = await exchange.head;
       call.headersAt = performance.now();

@@ -53,7 +53,7 @@ function routingOf(shape: Shape): RoutingConfig {
   const aliases: AliasRoute[] = [];
   shape.groups.forEach((g, gi) => {
     for (let d = 0; d < g.deployments; d++) {
-      aliases.push({ alias: `g${gi}`, id: `g${gi}-${d}`, weight: 1 + d, order: 1, maxParallel: 0, provider: 'openai', upstreamModel: `m${gi}${d}`, apiBase: 'http://127.0.0.1:9', apiKey: null, credentials: 'not_required', credentialsSource: null, timeouts, mock });
+      aliases.push({ alias: `g${gi}`, id: `g${gi}-${d}`, weight: 1 + d, order: 1, maxParallel: 0, provider: 'openai', upstreamModel: `m${gi}${d}`, apiBase: 'http://127.0.0.1:9', credentials: { kind: 'not_required' }, timeouts, mock });
     }
   });
   const list = (pick: (g: Shape['groups'][number]) => readonly number[]) =>
