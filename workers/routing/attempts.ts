@@ -254,13 +254,14 @@ class RoutedCall implements GateOwner {
   /** A failure's weight on its deployment's shared state (the failure table's "cools" column). */
   #weigh(d: Deployment, reservation: Reservation, failure: AttemptFailure): void {
     const kind = failure.kind;
+    // Logged for every deployment, a route rule's (which keeps no state) included.
+    if (kind === 'auth') this.#notice('upstream_auth_failed', d, failure, 0);
     if (d.slot < 0 || (kind !== 'transient' && kind !== 'rate_limited' && kind !== 'auth')) return;
     const { states, settings } = this.#env;
     const cooldownMs = Math.max(settings.cooldownMs, Math.min(failure.retryAfterMs, MAX_PROVIDER_COOLDOWN_MS));
     const lone = (this.#group as Group).lone;
     const record = { code: failure.code, status: failure.status, coolNow: kind !== 'transient', cooldownMs, allowedFails: settings.allowedFails, lone };
     const cooled = states.fail(d.slot, reservation, record, this.#env.now());
-    if (kind === 'auth') this.#notice('upstream_auth_failed', d, failure, 0);
     if (cooled) this.#notice('deployment_cooled', d, failure, cooldownMs);
   }
 
