@@ -39,6 +39,8 @@ export interface Upstream {
   readonly credentialsSource: string | null;
   readonly timeouts: Timeouts;
   readonly mock: MockSettings;
+  /** params.responses_api: the upstream serves `POST /responses` itself, so Responses API calls are passed through. */
+  readonly responsesApi: boolean;
 }
 
 export interface AliasRoute extends Upstream {

@@ -21,10 +21,15 @@ import type { MessagePort } from 'node:worker_threads';
 import type { RoutingConfig } from './config.js';
 import type { ChannelEnd } from './channel.js';
 
-export const PROTOCOL_VERSION = 3;
+export const PROTOCOL_VERSION = 4;
 
-/** The provider operations a worker serves. */
-export type Operation = 'chat' | 'embeddings';
+/**
+ * The provider operations a worker serves. `responses` is the OpenAI
+ * Responses API: passed through to a deployment that serves it, otherwise
+ * run as `chat` through workers/inbound/responses/ (ARCHITECTURE.md,
+ * "Inbound formats = translators too").
+ */
+export type Operation = 'chat' | 'embeddings' | 'responses';
 
 /** Token counts from a provider's `usage`, when it sent one. */
 export interface Usage {
@@ -111,6 +116,12 @@ export interface FailFrame {
   readonly message: string;
   /** Known once routing has happened. */
   readonly labels: RouteLabels | null;
+  /**
+   * The SSE events that end a stream failing after its head, when the operation has its own
+   * (the Responses API's `error` and `response.failed`); absent: the front writes the compatible
+   * `data: {"error":…}` event.
+   */
+  readonly events?: string;
 }
 export interface PongFrame { readonly t: 'pong'; readonly id: number }
 /** The answer to a probe: the HTTP status the upstream gave, or why there was none. */

@@ -5,9 +5,10 @@
  */
 
 export const PROVIDER_INFO = {
-  openai: { needsKey: true, defaultApiBase: 'https://api.openai.com/v1' },
-  mock: { needsKey: false, defaultApiBase: null },
-} as const satisfies Record<string, { needsKey: boolean; defaultApiBase: string | null }>;
+  // responsesApi: the provider's upstream can serve POST /responses (params.responses_api may be set).
+  openai: { needsKey: true, defaultApiBase: 'https://api.openai.com/v1', responsesApi: true },
+  mock: { needsKey: false, defaultApiBase: null, responsesApi: false },
+} as const satisfies Record<string, { needsKey: boolean; defaultApiBase: string | null; responsesApi: boolean }>;
 
 export type ProviderName = keyof typeof PROVIDER_INFO;
 

@@ -16,6 +16,7 @@ import { readRequestBody, toParsedRequest, type RequestBody } from '../protocol/
 import { Router } from './router.js';
 import { PROVIDERS } from './providers/index.js';
 import type { ResponseSink } from './providers/adapter.js';
+import { ResponsesSink } from './inbound/responses/sink.js';
 
 interface ActiveCall {
   readonly control: CallControl;
@@ -66,22 +67,26 @@ export class WorkerSession {
     const call: ActiveCall = { control: new CallControl(), flow: new Flow() };
     this.#calls.set(id, call);
     const sink = new FrameSink(this.#port, id);
+    // POST /v1/responses runs the chat path; `replies` translates what comes back (workers/inbound/responses/).
+    let replies: ResponseSink = sink;
     try {
       if (body instanceof BadBody) throw body.error;
       const { json, plain } = body;
       // Only a body the hand checks do not pass needs the zod schema: zod is loaded then, once per thread.
       if (!plain) (await import('../protocol/requests.js')).checkWithSchema(frame.op, json);
       const request = toParsedRequest(frame.op, json);
+      const responses = frame.op === 'responses' ? (replies = new ResponsesSink(sink, request.body)) : null;
       const target = router.resolve(request.model);
       sink.labels = target.labels;
       if (target.upstream.credentials === 'missing') throw new GatewayError('credentials_missing');
       request.body.model = target.upstream.upstreamModel;
+      const { op, body: sent } = responses?.attempt(target.upstream) ?? { op: frame.op, body: request.body };
       await PROVIDERS[target.upstream.provider].call(
-        { op: frame.op, upstream: target.upstream, body: request.body, stream: request.stream, requestId: frame.requestId, maxResponseBytes: router.maxResponseBytes, control: call.control, flow: call.flow },
-        sink,
+        { op, upstream: target.upstream, body: sent, stream: request.stream, requestId: frame.requestId, maxResponseBytes: router.maxResponseBytes, control: call.control, flow: call.flow },
+        replies,
       );
     } catch (err) {
-      if (call.control.reason !== CANCELLED) sink.fail(toErrorData(err));
+      if (call.control.reason !== CANCELLED) replies.fail(toErrorData(err));
     } finally {
       this.#calls.delete(id);
     }
@@ -126,8 +131,8 @@ class FrameSink implements ResponseSink {
   end(usage: Usage | null, upstreamMs: number): void {
     if (this.#finish()) this.port.send({ t: 'end', id: this.id, usage, upstreamMs });
   }
-  fail(error: { code: ErrorCode; message: string }): void {
-    if (this.#finish()) this.port.send({ t: 'fail', id: this.id, code: error.code, message: error.message, labels: this.labels });
+  fail(error: { code: ErrorCode; message: string; events?: string }): void {
+    if (this.#finish()) this.port.send({ t: 'fail', id: this.id, code: error.code, message: error.message, labels: this.labels, events: error.events });
   }
   #finish(): boolean {
     if (this.#done) return false;

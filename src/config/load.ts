@@ -158,12 +158,12 @@ export function parseConfig(text: string, source: string, env: Env = process.env
     const slash = params.model.indexOf('/');
     const provider = params.model.slice(0, slash);
     if (!isProviderName(provider)) throw new ConfigError(`${source}: ${at}.model: unknown provider "${provider}" (known: ${Object.keys(PROVIDER_INFO).join(', ')})`);
-    return Object.freeze({ alias: entry.model_name, upstreamModel: params.model.slice(slash + 1), ...resolveUpstream(provider, params, env) });
+    return Object.freeze({ alias: entry.model_name, upstreamModel: params.model.slice(slash + 1), ...resolveUpstream(provider, params, env, `${source}: ${at}`) });
   });
 
   const rules: RuleRoute[] = file.route_rules.map((rule, i) => {
     if (!isProviderName(rule.provider)) throw new ConfigError(`${source}: route_rules[${i}].provider: unknown provider "${rule.provider}" (known: ${Object.keys(PROVIDER_INFO).join(', ')})`);
-    return Object.freeze({ patterns: Object.freeze([...rule.models]), ...resolveUpstream(rule.provider, rule.params ?? {}, env) });
+    return Object.freeze({ patterns: Object.freeze([...rule.models]), ...resolveUpstream(rule.provider, rule.params ?? {}, env, `${source}: route_rules[${i}].params`) });
   });
 
   const explicitKeys = [e.GATEWAY_API_KEY, ...(e.GATEWAY_API_KEYS ?? '').split(',')].map((k) => k?.trim() ?? '').filter((k) => k.length > 0);
@@ -189,8 +189,13 @@ export function parseConfig(text: string, source: string, env: Env = process.env
   });
 }
 
-function resolveUpstream(provider: ProviderName, params: Partial<ParamsInput>, env: Env): Omit<AliasRoute, 'alias' | 'upstreamModel'> {
+/** `at` names the params in messages: `<source>: model_list[0].params`. */
+function resolveUpstream(provider: ProviderName, params: Partial<ParamsInput>, env: Env, at: string): Omit<AliasRoute, 'alias' | 'upstreamModel'> {
   const info = PROVIDER_INFO[provider];
+  if (params.responses_api && !info.responsesApi) {
+    const able = Object.entries(PROVIDER_INFO).filter(([, p]) => p.responsesApi).map(([name]) => `"${name}"`).join(', ');
+    throw new ConfigError(`${at}.responses_api: the "${provider}" provider has no Responses API to pass through to (only ${able} can)`);
+  }
   const key = resolveKey(params.api_key, env);
   const credentials = !info.needsKey ? 'not_required' : key.value ? 'present' : 'missing';
   const apiBase = info.defaultApiBase === null ? null : (params.api_base ?? info.defaultApiBase).replace(/\/+$/, '');
@@ -202,6 +207,7 @@ function resolveUpstream(provider: ProviderName, params: Partial<ParamsInput>, e
     credentialsSource: key.source,
     timeouts: resolveTimeouts(params),
     mock: resolveMock(params),
+    responsesApi: params.responses_api ?? false,
   };
 }
 

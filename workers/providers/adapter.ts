@@ -35,7 +35,11 @@ export interface ResponseSink {
   /** Whole SSE events, ready to write: a buffer the sink may keep, or pieces only read (see Payload). */
   data(bytes: Payload): void;
   end(usage: Usage | null, upstreamMs: number): void;
-  fail(error: { code: ErrorCode; message: string }): void;
+  /**
+   * `events`: how a stream that fails after its head ends, when the operation has its own
+   * form (workers/inbound/responses/); adapters leave it out (see FailFrame in protocol/frames.ts).
+   */
+  fail(error: { code: ErrorCode; message: string; events?: string }): void;
 }
 
 export interface ProviderAdapter {
