@@ -163,6 +163,7 @@ export function toResponse(chat: Json, echo: Echo, ids: IdSource): Json {
   const choice = Array.isArray(chat.choices) ? chat.choices[0] : undefined;
   if (!isRecord(choice) || !isRecord(choice.message)) throw new GatewayError('upstream_invalid_response', 'the provider response has no choice with a message');
   const message = choice.message;
+  const id = ids('resp');
   const { status, incompleteDetails } = outcomeOf(choice.finish_reason);
   const itemStatus: ItemStatus = status;
   const toolCalls = Array.isArray(message.tool_calls) ? message.tool_calls.filter(isRecord) : [];
@@ -177,7 +178,7 @@ export function toResponse(chat: Json, echo: Echo, ids: IdSource): Json {
     output.push(functionCallItem(ids('fc'), itemStatus, typeof fn.arguments === 'string' ? fn.arguments : '', String(call.id ?? ''), String(fn.name ?? '')));
   }
   return responseObject(echo, {
-    id: ids('resp'),
+    id,
     createdAt: typeof chat.created === 'number' ? chat.created : Math.floor(Date.now() / 1000),
     status,
     error: null,
