@@ -7,7 +7,8 @@
 //   variants: [{ "name": "before", "cwd": "/tmp/before" }, { "name": "after" },
 //              { "name": "inline", "workers": "0" }, { "name": "no access log", "env": { "LOG_LEVEL": "warn" } },
 //              { "name": "access log to a pipe this process drains", "stdout": "pipe" },
-//              { "name": "flags", "flags": ["--single-threaded-gc"] } (default: npm start's, start-args.mjs), { "name": "direct", "direct": true }]
+//              { "name": "flags", "flags": ["--single-threaded-gc"] } (default: npm start's, start-args.mjs), { "name": "direct", "direct": true },
+//              { "name": "2 workers on 2 CPUs", "workers": "2", "cpus": "0,1" } (default CPU 1; the load shares CPU 0)]
 //   ("cwd": another checkout, built, e.g. `git worktree add /tmp/before HEAD~1` + node_modules link + tsc)
 // Env: AB_ROUTE chat | stream | embeddings (default chat), AB_CONNECTIONS (64), AB_ROUNDS (8), AB_SECONDS (2).
 import { spawn, execFileSync } from 'node:child_process';
@@ -72,7 +73,7 @@ for (const v of variants) {
   const cwd = v.cwd ?? root;
   // A checkout from before the front was bundled (tools/bundle.mjs) has only tsc's entry.
   const main = existsSync(join(cwd, 'dist/server.js')) ? 'dist/server.js' : 'dist/src/main.js';
-  const g = await start(1, () => [...(v.flags ?? START_FLAGS), main], env, cwd, '/ready', v.stdout);
+  const g = await start(v.cpus ?? 1, () => [...(v.flags ?? START_FLAGS), main], env, cwd, '/ready', v.stdout);
   gateways.push({ v, ...g, rps: [], cpu: [], p50: [], p99: [] });
 }
 const chat = { model: 'bench-chat', messages: [{ role: 'user', content: 'Say hello to the benchmark.' }] };

@@ -8,7 +8,7 @@
  * Results and figures: docs/RESILIENCE.md.
  */
 import http from 'node:http';
-import net from 'node:net';
+import { raw, rawBodies, statusCodes } from './support/raw-http.js';
 import { MAX_JSON_DEPTH } from '../protocol/request-body.js';
 import { readFileSync } from 'node:fs';
 import fc from 'fast-check';
@@ -72,64 +72,6 @@ async function expectError(res: Response, status: number, code: string, context 
   const error = checkErrorBody(text, context);
   expect(error.code, context).toBe(code);
   return error;
-}
-
-interface RawResult {
-  /** Everything the server sent, latin1. */
-  out: string;
-  /** The server ended the connection (FIN or RST) before we gave up. */
-  closedByServer: boolean;
-  /** ms from the write to the close (ours or the server's). */
-  ms: number;
-  error: string | null;
-}
-
-/**
- * Writes raw bytes on a fresh TCP connection and collects the answer until
- * the server closes it, or until `waitMs` pass (then we close it ourselves).
- */
-function raw(port: number, payload: string | Buffer, waitMs = 1500): Promise<RawResult> {
-  return new Promise((resolve) => {
-    const socket = net.connect(port, '127.0.0.1');
-    const chunks: Buffer[] = [];
-    let closedByServer = false;
-    let error: string | null = null;
-    const t0 = performance.now();
-    const timer = setTimeout(() => socket.destroy(), waitMs);
-    socket.on('data', (d: Buffer) => chunks.push(d));
-    socket.on('end', () => {
-      closedByServer = true;
-      socket.destroy();
-    });
-    socket.on('error', (err: NodeJS.ErrnoException) => {
-      closedByServer = true;
-      error = err.code ?? err.message;
-    });
-    socket.on('close', () => {
-      clearTimeout(timer);
-      resolve({ out: Buffer.concat(chunks).toString('latin1'), closedByServer, ms: performance.now() - t0, error });
-    });
-    socket.write(payload);
-  });
-}
-
-/** Status codes of the responses in a raw HTTP/1.1 byte stream, in order. */
-const statusCodes = (out: string): number[] => [...out.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1]));
-
-/** The bodies of Content-Length-framed responses in a raw byte stream, in order. */
-function rawBodies(out: string): string[] {
-  const bodies: string[] = [];
-  let rest = out;
-  for (;;) {
-    const end = rest.indexOf('\r\n\r\n');
-    if (end < 0) break;
-    const head = rest.slice(0, end);
-    const length = Number(/content-length: (\d+)/i.exec(head)?.[1] ?? NaN);
-    if (!Number.isFinite(length)) break;
-    bodies.push(rest.slice(end + 4, end + 4 + length));
-    rest = rest.slice(end + 4 + length);
-  }
-  return bodies;
 }
 
 function chat(model: string, extra: Json = {}): string {

@@ -30,11 +30,8 @@ export function providerHandler(ctx: FrontContext, route: RouteSpec, op: Operati
     // uWS: the request object dies when this function returns, so read every header now.
     const contentLength = req.getHeader('content-length');
     const call = new ProviderCall(ctx, route, res, requestId);
+    // The server has refused a malformed Content-Length (a framing error); none means chunked or empty.
     const declared = contentLength === '' ? null : Number(contentLength);
-    if (declared !== null && !(Number.isSafeInteger(declared) && declared >= 0)) {
-      call.finishError('invalid_request', 'invalid Content-Length', true);
-      return;
-    }
     if (ctx.lifecycle.active.size >= ctx.config.maxInFlight) {
       // Overload: answer at once rather than let latency grow without limit; the body is never read.
       call.finishError('overloaded', undefined, declared !== 0, RETRY_AFTER);

@@ -28,18 +28,11 @@ export function buildApp(ctx: FrontContext): TemplatedApp {
     for (const route of ROUTES) if (route.path === path) routes.set(route.method, { route, handler: handlerFor(ctx, route) });
     const allow = ['allow', methods.join(', ')] as const;
     app.any(uwsPattern(path), (res, req) => {
-      const entry = routes.get(req.getCaseSensitiveMethod());
       const requestId = requestIdFrom(req.getHeader('x-request-id'));
+      if (refusedHeaders(res, req, requestId)) return;
+      const entry = routes.get(req.getCaseSensitiveMethod());
       if (!entry) {
         refuse(res, req, requestId, 'method_not_allowed', allow);
-        return;
-      }
-      // One pass over the headers: uWS accepts header blocks up to ~125 KiB and never answers 431 itself;
-      // two Content-Length headers are a smuggling vector, two Authorization headers make "which one counts" a guess.
-      const problem = headerProblem(req);
-      if (problem !== null) {
-        if (problem === 'too_large') refuse(res, req, requestId, 'headers_too_large', undefined, true);
-        else refuse(res, req, requestId, 'invalid_request', undefined, true, `the ${problem} header appears more than once`);
         return;
       }
       if (!ctx.lifecycle.accepting && entry.route.kind !== 'live') {
@@ -57,8 +50,26 @@ export function buildApp(ctx: FrontContext): TemplatedApp {
       entry.handler(res, req, requestId);
     });
   }
-  app.any('/*', (res, req) => refuse(res, req, requestIdFrom(req.getHeader('x-request-id')), 'route_not_found'));
+  app.any('/*', (res, req) => {
+    const requestId = requestIdFrom(req.getHeader('x-request-id'));
+    if (!refusedHeaders(res, req, requestId)) refuse(res, req, requestId, 'route_not_found');
+  });
   return app;
+}
+
+/**
+ * Answers a request whose header block is refused, whatever its route: one
+ * pass over the headers. uWS accepts header blocks up to ~125 KiB and never
+ * answers 431 itself; two Authorization headers make "which one counts" a
+ * guess; framing errors are smuggling vectors. True when it answered.
+ */
+function refusedHeaders(res: HttpResponse, req: HttpRequest, requestId: string): boolean {
+  const problem = headerProblem(req);
+  if (problem === null) return false;
+  if (problem === 'too_large') refuse(res, req, requestId, 'headers_too_large', undefined, true);
+  else if (problem === 'two_authorizations') refuse(res, req, requestId, 'invalid_request', undefined, true, 'the Authorization header appears more than once');
+  else refuseFraming(res, requestId, problem.framing);
+  return true;
 }
 
 /** Answers an error before reading the body; the connection closes if a body is on its way, since it is never read. */
@@ -79,18 +90,58 @@ function refuse(
 /** Node's default limit for a request's header block. */
 export const MAX_HEADER_BYTES = 16 * 1024;
 
-/** `too_large` past MAX_HEADER_BYTES; the name of a header that must be single but repeats; else null. */
-function headerProblem(req: HttpRequest): 'too_large' | 'Content-Length' | 'Authorization' | null {
+/** RFC 9112 §6.2: Content-Length = 1*DIGIT (uWS has trimmed the whitespace around it). */
+const DIGITS = /^[0-9]+$/;
+
+type HeaderProblem = 'too_large' | 'two_authorizations' | { readonly framing: string };
+
+/**
+ * `too_large` past MAX_HEADER_BYTES; two Authorization headers; a framing
+ * error (RFC 9112 §6.3: the body's length cannot be known) with its message;
+ * else null. uWS frames any Transfer-Encoding as chunked (gzip included),
+ * unlike a proxy in front of it may. It closes Content-Length with
+ * Transfer-Encoding, and most malformed lengths, before any handler runs;
+ * those checks stay in case a build lets one through.
+ */
+function headerProblem(req: HttpRequest): HeaderProblem | null {
   let size = 0;
   let lengths = 0;
+  let validLength = true;
+  let codings = 0;
+  let chunked = true;
   let auths = 0;
   req.forEach((key, value) => {
     size += key.length + value.length + 4;
-    if (key === 'content-length') lengths++;
-    else if (key === 'authorization') auths++;
+    if (key === 'content-length') {
+      lengths++;
+      validLength &&= DIGITS.test(value) && Number.isSafeInteger(Number(value));
+    } else if (key === 'transfer-encoding') {
+      codings++;
+      chunked &&= value.toLowerCase() === 'chunked';
+    } else if (key === 'authorization') auths++;
   });
   if (size > MAX_HEADER_BYTES) return 'too_large';
-  return lengths > 1 ? 'Content-Length' : auths > 1 ? 'Authorization' : null;
+  if (lengths > 1) return { framing: 'the Content-Length header appears more than once' };
+  if (!validLength) return { framing: 'invalid Content-Length' };
+  if (lengths > 0 && codings > 0) return { framing: 'Content-Length and Transfer-Encoding together' };
+  if (codings > 1 || !chunked) return { framing: 'Transfer-Encoding must be chunked, once' };
+  return auths > 1 ? 'two_authorizations' : null;
+}
+
+/**
+ * Answers a framing error: 400, then the connection closes and nothing
+ * after it on the connection is parsed or served (RFC 9112 §6.3). Not in
+ * this handler: uWS runs every request already read before it acts on a
+ * close, and an answer written here waits in its cork buffer until then,
+ * so a request pipelined behind this one would be served (and `res.close()`
+ * here drops the unsent answer). On the next turn instead: a request that
+ * arrives while an answer is pending makes uWS close the connection before
+ * parsing it, so the 400 goes out only when nothing followed in time.
+ */
+function refuseFraming(res: HttpResponse, requestId: string, message: string): void {
+  const ex: Exchange = { res, requestId, aborted: false, started: false };
+  res.onAborted(() => (ex.aborted = true));
+  setImmediate(() => sendError(ex, 'invalid_request', message, undefined, true));
 }
 
 function handlerFor(ctx: FrontContext, route: RouteSpec): Handler {
