@@ -88,7 +88,7 @@ export function refuseStateful(json: Record<string, unknown>): void {
   if (!Array.isArray(json.input)) return;
   json.input.forEach((item, i) => {
     if ((item as { type?: unknown } | null)?.type === 'item_reference') {
-      throw new GatewayError('unsupported_parameter', `Unsupported parameter: 'input[${i}]': an item_reference names a stored item, and Switchyard stores none: send the item itself`);
+      throw new GatewayError('unsupported_parameter', `Unsupported parameter: 'input[${i}]': an item_reference names a stored item, and Switchyard stores none: send the item itself (the Vercel AI SDK does with providerOptions.openai.store: false)`);
     }
   });
 }
