@@ -43,7 +43,7 @@ describe('against the mock provider (the demo config)', () => {
   it('responses.create: a completed response with a message and usage', async () => {
     const response = await client.responses.create({ model: 'mock-chat', input: 'hello gateway' });
     expect(response).toMatchObject({ object: 'response', status: 'completed', model: 'chat-small', store: false, usage: { input_tokens: 2, output_tokens: 5, total_tokens: 7 } });
-    expect(response.id).toMatch(/^resp_[0-9a-f]{32}$/);
+    expect(response.id).toMatch(/^resp_[0-9a-f]{26}$/);
     expect(response.output_text).toBe('This is a mock reply');
   });
 

@@ -12,7 +12,7 @@ const LIVE_KEY_ORDER = [
 describe('chat completion → response object (golden files)', () => {
   for (const [name, golden] of goldenFiles<{ about: string; request: Json; chat: Json; response: Json }>('response-')) {
     it(`${name}: ${golden.about}`, () => {
-      const response = toResponse(golden.chat, echoOf(golden.request), countingIds());
+      const response = JSON.parse(toResponse(golden.chat, echoOf(golden.request), countingIds())) as Json;
       expect(response).toEqual(golden.response);
       expect(Object.keys(response)).toEqual(LIVE_KEY_ORDER);
     });

@@ -7,7 +7,7 @@
  * `output_text` (and `refusal`) parts, then one `function_call` item per
  * tool call; `usage` counts `input_tokens` / `output_tokens`.
  */
-import { randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { GatewayError } from '../../../protocol/errors.js';
 
 export type Json = Record<string, unknown>;
@@ -15,54 +15,64 @@ export type Json = Record<string, unknown>;
 const isRecord = (v: unknown): v is Json => v !== null && typeof v === 'object' && !Array.isArray(v);
 const count = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
 
-/** Makes the ids of a response and its items; tests give a counter, the gateway random ones. */
+/** Makes the ids of a response and its items; tests give a counter, the gateway `uniqueIds`. */
 export type IdSource = (prefix: 'resp' | 'msg' | 'fc') => string;
 
-export const randomIds: IdSource = (prefix) => `${prefix}_${randomUUID().replaceAll('-', '')}`;
+/**
+ * Ids unique in this thread by a counter, and across threads, pods and
+ * restarts by a random part drawn once: nothing is stored, so an id only
+ * has to differ from every other (a random UUID each cost 1.2 µs).
+ */
+const THREAD_PART = randomBytes(8).toString('hex');
+let counter = 0;
+export const uniqueIds: IdSource = (prefix) => `${prefix}_${THREAD_PART}${(++counter).toString(16).padStart(10, '0')}`;
 
 /**
- * The fields of a response object that repeat the request, worked out once
- * per request: what was asked, or the API's default for what was not.
+ * The fields of a response object that repeat the request (what was asked,
+ * or the API's default), as JSON text made once per request: a response
+ * object is serialised once, or three times per stream, and most of its
+ * text is these.
  */
 export interface Echo {
-  readonly instructions: unknown;
-  readonly max_output_tokens: unknown;
-  readonly parallel_tool_calls: unknown;
-  readonly prompt_cache_key: unknown;
-  readonly reasoning: Json;
-  readonly safety_identifier: unknown;
-  readonly service_tier: unknown;
-  readonly temperature: unknown;
-  readonly text: Json;
-  readonly tool_choice: unknown;
-  readonly tools: unknown[];
-  readonly top_logprobs: unknown;
-  readonly top_p: unknown;
-  readonly truncation: unknown;
-  readonly user: unknown;
-  readonly metadata: unknown;
+  /** `,"instructions":…,"max_output_tokens":…,"max_tool_calls":null` */
+  readonly afterIncomplete: string;
+  /** `,"parallel_tool_calls":…` to `"safety_identifier":…` */
+  readonly afterOutput: string;
+  /** The request's, when the upstream names none. */
+  readonly serviceTier: string;
+  /** `,"store":false` to `"truncation":…` */
+  readonly afterServiceTier: string;
+  /** `,"user":…,"metadata":…}` */
+  readonly afterUsage: string;
 }
 
+const j = (value: unknown): string => JSON.stringify(value);
+
+/** The request keys the echo repeats: a request with none of them (most) shares one echo. */
+const ECHOED = ['instructions', 'max_output_tokens', 'parallel_tool_calls', 'prompt_cache_key', 'reasoning', 'safety_identifier', 'service_tier', 'temperature', 'text', 'tool_choice', 'tools', 'top_logprobs', 'top_p', 'truncation', 'user', 'metadata'];
+let plainEcho: Echo | null = null;
+
 export function echoOf(request: Json): Echo {
+  for (const key of ECHOED) if (request[key] !== undefined) return makeEcho(request);
+  return (plainEcho ??= makeEcho({}));
+}
+
+function makeEcho(request: Json): Echo {
   const { format, ...textRest } = isRecord(request.text) ? request.text : {};
   const reasoning = isRecord(request.reasoning) ? request.reasoning : {};
+  const tools = Array.isArray(request.tools) ? request.tools.map(echoTool) : [];
   return {
-    instructions: request.instructions ?? null,
-    max_output_tokens: request.max_output_tokens ?? null,
-    parallel_tool_calls: request.parallel_tool_calls ?? true,
-    prompt_cache_key: request.prompt_cache_key ?? null,
-    reasoning: { effort: reasoning.effort ?? null, summary: reasoning.summary ?? null },
-    safety_identifier: request.safety_identifier ?? null,
-    service_tier: request.service_tier ?? null,
-    temperature: request.temperature ?? null,
-    text: { format: format ?? { type: 'text' }, ...textRest },
-    tool_choice: request.tool_choice ?? 'auto',
-    tools: Array.isArray(request.tools) ? request.tools.map(echoTool) : [],
-    top_logprobs: request.top_logprobs ?? 0,
-    top_p: request.top_p ?? null,
-    truncation: request.truncation ?? 'disabled',
-    user: request.user ?? null,
-    metadata: request.metadata ?? {},
+    afterIncomplete: `,"instructions":${j(request.instructions ?? null)},"max_output_tokens":${j(request.max_output_tokens ?? null)},"max_tool_calls":null`,
+    afterOutput:
+      `,"parallel_tool_calls":${j(request.parallel_tool_calls ?? true)},"previous_response_id":null,"prompt_cache_key":${j(request.prompt_cache_key ?? null)}` +
+      `,"reasoning":${j({ effort: reasoning.effort ?? null, summary: reasoning.summary ?? null })},"safety_identifier":${j(request.safety_identifier ?? null)}`,
+    serviceTier: j(request.service_tier ?? null),
+    // CONTRACT.md: stateless, whatever the request said.
+    afterServiceTier:
+      `,"store":false,"temperature":${j(request.temperature ?? null)},"text":${j({ format: format ?? { type: 'text' }, ...textRest })}` +
+      `,"tool_choice":${j(request.tool_choice ?? 'auto')},"tools":${j(tools)},"top_logprobs":${j(request.top_logprobs ?? 0)},"top_p":${j(request.top_p ?? null)}` +
+      `,"truncation":${j(request.truncation ?? 'disabled')}`,
+    afterUsage: `,"user":${j(request.user ?? null)},"metadata":${j(request.metadata ?? {})}}`,
   };
 }
 
@@ -85,40 +95,15 @@ export interface Answer {
   readonly serviceTier: unknown;
 }
 
-/** A `response` object, its keys in the order OpenAI writes them. */
-export function responseObject(echo: Echo, a: Answer): Json {
-  return {
-    id: a.id,
-    object: 'response',
-    created_at: a.createdAt,
-    status: a.status,
-    background: false,
-    error: a.error,
-    incomplete_details: a.incompleteDetails,
-    instructions: echo.instructions,
-    max_output_tokens: echo.max_output_tokens,
-    max_tool_calls: null,
-    model: a.model,
-    output: a.output,
-    parallel_tool_calls: echo.parallel_tool_calls,
-    previous_response_id: null,
-    prompt_cache_key: echo.prompt_cache_key,
-    reasoning: echo.reasoning,
-    safety_identifier: echo.safety_identifier,
-    service_tier: a.serviceTier ?? echo.service_tier,
-    // CONTRACT.md: stateless, whatever the request said.
-    store: false,
-    temperature: echo.temperature,
-    text: echo.text,
-    tool_choice: echo.tool_choice,
-    tools: echo.tools,
-    top_logprobs: echo.top_logprobs,
-    top_p: echo.top_p,
-    truncation: echo.truncation,
-    usage: a.usage,
-    user: echo.user,
-    metadata: echo.metadata,
-  };
+const orNull = (value: unknown): string => (value === null ? 'null' : j(value));
+
+/** A `response` object as JSON text, its keys in the order OpenAI writes them. */
+export function responseJson(echo: Echo, a: Answer): string {
+  return (
+    `{"id":${j(a.id)},"object":"response","created_at":${a.createdAt},"status":"${a.status}","background":false,"error":${orNull(a.error)},"incomplete_details":${orNull(a.incompleteDetails)}` +
+    `${echo.afterIncomplete},"model":${j(a.model)},"output":${j(a.output)}${echo.afterOutput}` +
+    `,"service_tier":${a.serviceTier === undefined || a.serviceTier === null ? echo.serviceTier : j(a.serviceTier)}${echo.afterServiceTier},"usage":${orNull(a.usage)}${echo.afterUsage}`
+  );
 }
 
 export type ItemStatus = 'in_progress' | 'completed' | 'incomplete';
@@ -158,8 +143,8 @@ export function toUsage(usage: unknown): Json | null {
   };
 }
 
-/** A whole chat completion (already checked to have `choices`) → a `response` object; its first choice only (Responses has no `n`). */
-export function toResponse(chat: Json, echo: Echo, ids: IdSource): Json {
+/** A whole chat completion (already checked to have `choices`) → a `response` object as JSON text; its first choice only (Responses has no `n`). */
+export function toResponse(chat: Json, echo: Echo, ids: IdSource): string {
   const choice = Array.isArray(chat.choices) ? chat.choices[0] : undefined;
   if (!isRecord(choice) || !isRecord(choice.message)) throw new GatewayError('upstream_invalid_response', 'the provider response has no choice with a message');
   const message = choice.message;
@@ -177,7 +162,7 @@ export function toResponse(chat: Json, echo: Echo, ids: IdSource): Json {
     const fn = isRecord(call.function) ? call.function : {};
     output.push(functionCallItem(ids('fc'), itemStatus, typeof fn.arguments === 'string' ? fn.arguments : '', String(call.id ?? ''), String(fn.name ?? '')));
   }
-  return responseObject(echo, {
+  return responseJson(echo, {
     id,
     createdAt: typeof chat.created === 'number' ? chat.created : Math.floor(Date.now() / 1000),
     status,

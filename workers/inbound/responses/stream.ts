@@ -26,7 +26,7 @@ import {
   messageItem,
   outcomeOf,
   refusalPart,
-  responseObject,
+  responseJson,
   textPart,
   toUsage,
   type Answer,
@@ -112,7 +112,7 @@ export class ResponsesStream {
     this.#closeItems();
     const { status, incompleteDetails } = outcomeOf(this.#finishReason);
     this.#finished = true;
-    this.#emit(status === 'completed' ? 'response.completed' : 'response.incomplete', { response: this.#response({ status, error: null, incompleteDetails }) });
+    this.#emit(status === 'completed' ? 'response.completed' : 'response.incomplete', this.#response({ status, error: null, incompleteDetails }));
     return this.#take();
   }
 
@@ -122,7 +122,7 @@ export class ResponsesStream {
     this.#start(null);
     this.#finished = true;
     this.#emit('error', { code, message, param: null });
-    this.#emit('response.failed', { response: this.#response({ status: 'failed', error: { code, message }, incompleteDetails: null }) });
+    this.#emit('response.failed', this.#response({ status: 'failed', error: { code, message }, incompleteDetails: null }));
     return this.#take();
   }
 
@@ -133,8 +133,8 @@ export class ResponsesStream {
     this.#createdAt = typeof chunk?.created === 'number' ? chunk.created : Math.floor(Date.now() / 1000);
     this.#model = typeof chunk?.model === 'string' ? chunk.model : this.#fallbackModel;
     const response = this.#response({ status: 'in_progress', error: null, incompleteDetails: null });
-    this.#emit('response.created', { response });
-    this.#emit('response.in_progress', { response });
+    this.#emit('response.created', response);
+    this.#emit('response.in_progress', response);
   }
 
   #text(kind: PartKind, delta: string): void {
@@ -223,14 +223,17 @@ export class ResponsesStream {
     return outcomeOf(this.#finishReason).status;
   }
 
-  #response(state: Pick<Answer, 'status' | 'error' | 'incompleteDetails'>): Json {
+  /** The `"response":…` field of a lifecycle event, as JSON text. */
+  #response(state: Pick<Answer, 'status' | 'error' | 'incompleteDetails'>): string {
     const usage = state.status === 'in_progress' ? null : this.#usage;
-    return responseObject(this.#echo, { ...state, id: this.#id, createdAt: this.#createdAt, model: this.#model, output: this.#output, usage, serviceTier: this.#serviceTier });
+    return `"response":${responseJson(this.#echo, { ...state, id: this.#id, createdAt: this.#createdAt, model: this.#model, output: this.#output, usage, serviceTier: this.#serviceTier })}`;
   }
 
-  /** Serialised at once: the items are mutated as the stream goes on. */
-  #emit(type: string, fields: Json): void {
-    this.#out += `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: this.#sequence++, ...fields })}\n\n`;
+  /** Serialised at once: the items are mutated as the stream goes on. `fields` as text is already JSON (a lifecycle event's response). */
+  #emit(type: string, fields: Json | string): void {
+    const head = `{"type":"${type}","sequence_number":${this.#sequence++}`;
+    const rest = typeof fields === 'string' ? fields : JSON.stringify(fields).slice(1, -1);
+    this.#out += `event: ${type}\ndata: ${head}${rest.length > 0 ? ',' : ''}${rest}}\n\n`;
   }
 
   #take(): string {
