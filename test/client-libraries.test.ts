@@ -19,7 +19,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
 import { UPSTREAM_KEY, startTestGateway, type TestGateway } from './support/gateway.js';
-import { startResponsesUpstream, type ResponsesUpstream } from './support/responses-upstream.js';
+import { responsesAliases, startResponsesUpstream, type ResponsesUpstream } from './support/responses-upstream.js';
 
 let up: ResponsesUpstream;
 let embedUp: FakeUpstream;
@@ -29,17 +29,11 @@ beforeAll(async () => {
   embedUp = await startFakeUpstream();
   gw = await startTestGateway({
     yaml: `
-model_list:
-  - model_name: mock-chat
-    params: { model: mock/chat-small, mock_stream_chunks: 5 }
+model_list:${responsesAliases(up)}
   - model_name: mock-embed
     params: { model: mock/embed-small, mock_embedding_dimensions: 8 }
   - model_name: up-embed
     params: { model: openai/fake-embed, api_base: ${embedUp.url}, api_key: ${UPSTREAM_KEY} }
-  - model_name: translated
-    params: { model: openai/gpt-fake, api_base: ${up.url}, api_key: ${UPSTREAM_KEY} }
-  - model_name: passed
-    params: { model: openai/gpt-fake, api_base: ${up.url}, api_key: ${UPSTREAM_KEY}, responses_api: true }
 `,
   });
 });

@@ -10,7 +10,7 @@ import OpenAI from 'openai';
 import { zodTextFormat } from 'openai/helpers/zod';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { startResponsesUpstream, type ResponsesUpstream } from './support/responses-upstream.js';
+import { responsesAliases, startResponsesUpstream, type ResponsesUpstream } from './support/responses-upstream.js';
 import { UPSTREAM_KEY, expectNoKeyLeak, startTestGateway, type TestGateway } from './support/gateway.js';
 
 let up: ResponsesUpstream;
@@ -19,15 +19,7 @@ let client: OpenAI;
 beforeAll(async () => {
   up = await startResponsesUpstream();
   gw = await startTestGateway({
-    yaml: `
-model_list:
-  - model_name: mock-chat
-    params: { model: mock/chat-small, mock_stream_chunks: 5 }
-  - model_name: translated
-    params: { model: openai/gpt-fake, api_base: ${up.url}, api_key: ${UPSTREAM_KEY} }
-  - model_name: passed
-    params: { model: openai/gpt-fake, api_base: ${up.url}, api_key: ${UPSTREAM_KEY}, responses_api: true }
-`,
+    yaml: `model_list:${responsesAliases(up)}\n`,
   });
   client = gw.client();
 });

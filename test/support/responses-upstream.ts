@@ -18,6 +18,7 @@
  */
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { UPSTREAM_KEY } from './gateway.js';
 
 type Json = Record<string, unknown>;
 
@@ -230,6 +231,21 @@ function errorEvents(format: 'chat' | 'responses', after: number): string {
     `event: error\ndata: ${JSON.stringify({ type: 'error', sequence_number: after, ...error, param: null })}\n\n` +
     `event: response.failed\ndata: ${JSON.stringify({ type: 'response.failed', sequence_number: after + 1, response: { id: 'resp_failed', object: 'response', status: 'failed', error, output: [] } })}\n\n`
   );
+}
+
+/**
+ * model_list entries (YAML) for the two ways a Responses call reaches `up`: `translated` (its
+ * chat completions, through the gateway's translation) and `passed` (its /v1/responses, with
+ * params.responses_api), and the mock's `mock-chat`.
+ */
+export function responsesAliases(up: ResponsesUpstream): string {
+  return `
+  - model_name: mock-chat
+    params: { model: mock/chat-small, mock_stream_chunks: 5 }
+  - model_name: translated
+    params: { model: openai/gpt-fake, api_base: ${up.url}, api_key: ${UPSTREAM_KEY} }
+  - model_name: passed
+    params: { model: openai/gpt-fake, api_base: ${up.url}, api_key: ${UPSTREAM_KEY}, responses_api: true }`;
 }
 
 export async function startResponsesUpstream(): Promise<ResponsesUpstream> {
