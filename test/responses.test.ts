@@ -19,7 +19,11 @@ let client: OpenAI;
 beforeAll(async () => {
   up = await startResponsesUpstream();
   gw = await startTestGateway({
-    yaml: `model_list:${responsesAliases(up)}\n`,
+    yaml: `
+model_list:${responsesAliases(up)}
+  - model_name: mock-slow
+    params: { model: mock/chat-small, mock_stream_chunks: 1000, mock_chunk_interval_ms: 10 }
+`,
   });
   client = gw.client();
 });
@@ -53,6 +57,23 @@ describe('against the mock provider (the demo config)', () => {
     const metrics = await (await gw.fetch('/metrics')).text();
     expect(metrics).toMatch(/switchyard_requests_total\{[^}]*route="\/v1\/responses"[^}]*model="mock-chat"[^}]*status="200"[^}]*\} 2/);
     expect(gw.logs().filter((l) => l.event === 'access' && l.route === '/v1/responses')).toHaveLength(2);
+  });
+});
+
+describe('a client that leaves a Responses stream', () => {
+  it('stops the call: nothing stays in flight, and the access line says 499', async () => {
+    const controller = new AbortController();
+    const stream = client.responses.stream({ model: 'mock-slow', input: 'a long one' }, { signal: controller.signal });
+    let deltas = 0;
+    stream.on('response.output_text.delta', () => {
+      if (++deltas === 3) controller.abort();
+    });
+    await expect(stream.finalResponse()).rejects.toThrow();
+    const context = gw.gateway.context;
+    const deadline = Date.now() + 2000;
+    while ((context.pool.stats().inFlight > 0 || context.counters.streamsOpen > 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    expect({ pool: context.pool.stats().inFlight, streams: context.counters.streamsOpen, inFlight: context.counters.inFlight }).toEqual({ pool: 0, streams: 0, inFlight: 0 });
+    expect(gw.logs().filter((l) => l.event === 'access' && l.model === 'mock-slow').at(-1)).toMatchObject({ route: '/v1/responses', status: 499 });
   });
 });
 
