@@ -94,7 +94,7 @@ export function plainResponses(body: Record<string, unknown>): boolean {
   if (body.previous_response_id != null || body.conversation != null || body.prompt != null || (body.background != null && body.background !== false)) return false;
   if (!optionalString(body.instructions) || !optionalNumber(body.temperature) || !optionalNumber(body.top_p) || body.text != null) return false;
   const max = body.max_output_tokens;
-  if (max !== undefined && max !== null && !(Number.isInteger(max) && (max as number) > 0)) return false;
+  if (max !== undefined && max !== null && !(Number.isSafeInteger(max) && (max as number) > 0)) return false;
   if (body.store !== undefined && body.store !== null && typeof body.store !== 'boolean') return false;
   if (body.parallel_tool_calls !== undefined && body.parallel_tool_calls !== null && typeof body.parallel_tool_calls !== 'boolean') return false;
   const choice = body.tool_choice;

@@ -108,7 +108,8 @@ function describe(error: z.ZodError): string {
   const issue = error.issues[0];
   if (!issue) return 'invalid request';
   const path = issue.path.map((p) => (typeof p === 'number' ? `[${p}]` : `.${String(p)}`)).join('').replace(/^\./, '');
-  const missing = issue.code === 'invalid_type' && (issue as { input?: unknown }).input === undefined;
+  // A missing field of a union type (embeddings' and responses' `input`) is an invalid_union with no input.
+  const missing = (issue.code === 'invalid_type' || issue.code === 'invalid_union') && (issue as { input?: unknown }).input === undefined;
   return missing ? `"${path}" is required` : `"${path}": ${issue.message}`;
 }
 
