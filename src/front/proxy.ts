@@ -9,7 +9,7 @@ import { ERRORS, errorBody, errorStatus, type ErrorCode } from '../../protocol/e
 import type { EndFrame, FailFrame, HeadFrame, HeaderList, Operation, ReplyFrame, RouteLabels, Usage } from '../../protocol/frames.js';
 import { payloadLength, type Payload } from '../../protocol/channel.js';
 import type { CallHandlers } from '../supervisor/worker-pool.js';
-import { collectBody } from './body.js';
+import { collectBody, discardBody } from './body.js';
 import type { FrontContext } from './context.js';
 import { JSON_TYPE, send, sendBody, writeHead, type Exchange } from './http.js';
 import type { KeptAlive } from './keepalive.js';
@@ -32,17 +32,19 @@ export function providerHandler(ctx: FrontContext, route: RouteSpec, op: Operati
     const call = new ProviderCall(ctx, route, res, requestId);
     // The server has refused a malformed Content-Length (a framing error); none means chunked or empty.
     const declared = contentLength === '' ? null : Number(contentLength);
+    res.onAborted(() => call.onAborted());
     if (ctx.lifecycle.active.size >= ctx.config.maxInFlight) {
-      // Overload: answer at once rather than let latency grow without limit; the body is never read.
-      call.finishError('overloaded', undefined, declared !== 0, RETRY_AFTER);
+      // Overload: answer without waiting on a worker rather than let latency grow without limit;
+      // the body is dropped as it comes (CONTRACT.md, errors before the body is read).
+      if (declared === 0) call.finishError('overloaded', undefined, false, RETRY_AFTER);
+      else discardBody(res, declared, (whole) => call.ex.aborted || call.finishError('overloaded', undefined, !whole, RETRY_AFTER));
       return;
     }
-    res.onAborted(() => call.onAborted());
     collectBody(res, declared, ctx.config.maxRequestBodyBytes, (outcome) => {
       if (call.ex.aborted) return;
       if (!outcome.ok) {
-        // Close the connection: the rest of an oversized body is never read.
-        call.finishError('body_too_large', undefined, true);
+        // The rest of the body was dropped; past a discard bound, the connection closes.
+        call.finishError('body_too_large', undefined, !outcome.whole);
         return;
       }
       call.bytesIn = outcome.body.length;

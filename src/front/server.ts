@@ -7,6 +7,7 @@ import uws from 'uWebSockets.js';
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import type { FrontContext } from './context.js';
 import { agentDescription, buildDocsHtml, buildManifest } from '../discovery/agent.js';
+import { discardBody } from './body.js';
 import { send, sendError, type Exchange } from './http.js';
 import * as ops from './operational.js';
 import { providerHandler } from './proxy.js';
@@ -72,7 +73,12 @@ function refusedHeaders(res: HttpResponse, req: HttpRequest, requestId: string):
   return true;
 }
 
-/** Answers an error before reading the body; the connection closes if a body is on its way, since it is never read. */
+/**
+ * Answers an error without reading the body. A body on its way is read and
+ * dropped first (body.ts, `discardBody`), so the client sees the answer; past
+ * the discard bounds the answer goes out at once. `close`: the connection
+ * closes after the answer whatever the body did.
+ */
 function refuse(
   res: HttpResponse,
   req: HttpRequest,
@@ -84,7 +90,14 @@ function refuse(
 ): void {
   const length = req.getHeader('content-length');
   const bodyPending = (length !== '' && length !== '0') || req.getHeader('transfer-encoding') !== '';
-  sendError({ res, requestId, aborted: false, started: false }, code, message, extra, close || bodyPending);
+  const ex: Exchange = { res, requestId, aborted: false, started: false };
+  if (!bodyPending) {
+    sendError(ex, code, message, extra, close);
+    return;
+  }
+  res.onAborted(() => (ex.aborted = true));
+  // A framing error never gets here: this length is plain digits (headerProblem).
+  discardBody(res, length === '' ? null : Number(length), (whole) => sendError(ex, code, message, extra, close || !whole));
 }
 
 /** Node's default limit for a request's header block. */

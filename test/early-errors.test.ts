@@ -1,0 +1,107 @@
+/**
+ * Errors answered before the body is read (CONTRACT.md, HTTP; issue 24, point 2): the
+ * gateway reads and drops the rest of the body before answering, so a client still
+ * sending sees the status and the JSON error instead of a broken pipe (RFC 9112 §9.6).
+ * Before, a 413 or a 401 with a large body closed the connection under the client:
+ * the openai SDK reported APIConnectionError and retried, re-uploading the body.
+ */
+import { APIError, AuthenticationError } from 'openai';
+import net from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { raw, statusCodes } from './support/raw-http.js';
+import { startTestGateway, type TestGateway } from './support/gateway.js';
+
+const MiB = 1024 * 1024;
+let gw: TestGateway;
+let port: number;
+
+beforeAll(async () => {
+  gw = await startTestGateway({ workers: 1, env: { GATEWAY_MAX_BODY_BYTES: String(MiB) } });
+  port = Number(new URL(gw.url).port);
+});
+afterAll(() => gw.close());
+
+const chatOf = (bytes: number) => ({ model: 'mock-chat', messages: [{ role: 'user' as const, content: 'x'.repeat(bytes) }] });
+
+describe('errors before the body is read', () => {
+  it.each([2, 8, 16])('a %i MiB chat body over the limit: the SDK sees 413 body_too_large on every try, no connection error', async (mib) => {
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const err = await gw.client({ maxRetries: 0 }).chat.completions.create(chatOf(mib * MiB)).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(APIError);
+      expect((err as APIError).status).toBe(413);
+      expect((err as APIError).error).toMatchObject({ code: 'body_too_large', type: 'gateway_error' });
+    }
+  });
+
+  it('a wrong key with a 16 MiB body: AuthenticationError, not a broken pipe', async () => {
+    const err = await gw.client({ apiKey: 'wrong', maxRetries: 0 }).chat.completions.create(chatOf(16 * MiB)).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(AuthenticationError);
+    expect((err as AuthenticationError).error).toMatchObject({ code: 'invalid_api_key' });
+  });
+
+  it.each([
+    ['413, Content-Length', '/v1/chat/completions', 'POST', 'sized', 413, 'body_too_large'],
+    ['413, chunked', '/v1/chat/completions', 'POST', 'chunked', 413, 'body_too_large'],
+    ['401', '/v1/embeddings', 'POST', 'sized', 401, 'invalid_api_key'],
+    ['404', '/v1/nothing-here', 'POST', 'sized', 404, 'route_not_found'],
+    ['405', '/health', 'POST', 'chunked', 405, 'method_not_allowed'],
+  ] as const)('fetch, %s: the status and the JSON error arrive after 8 MiB were sent', async (_name, path, method, framing, status, code) => {
+    const body = Buffer.alloc(8 * MiB, 'a');
+    const stream = new ReadableStream<Uint8Array>({
+      start(controller) {
+        for (let i = 0; i < body.length; i += MiB) controller.enqueue(body.subarray(i, i + MiB));
+        controller.close();
+      },
+    });
+    const res = await gw.fetch(path, {
+      method,
+      auth: status !== 401,
+      body: framing === 'sized' ? body : stream,
+      ...(framing === 'chunked' ? { duplex: 'half' } : {}),
+    } as RequestInit & { auth: boolean });
+    expect(res.status).toBe(status);
+    expect((await res.json()).error).toMatchObject({ code });
+  });
+
+  it.each([
+    ['413', `Authorization: Bearer KEY`, 413],
+    ['401', 'Authorization: Bearer wrong', 401],
+  ] as const)('%s while the body is still coming: nothing is answered, nothing closed, until the last byte; then the answer, and the connection stays open', async (_name, auth, status) => {
+    const declared = 4 * MiB;
+    const socket = net.connect(port, '127.0.0.1');
+    await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+    let out = '';
+    let closed = false;
+    socket.on('data', (d: Buffer) => (out += d.toString('latin1')));
+    socket.on('close', () => (closed = true));
+    socket.on('error', () => undefined);
+    socket.write(`POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n${auth.replace('KEY', gw.key)}\r\nContent-Type: application/json\r\nContent-Length: ${declared}\r\n\r\n`);
+    socket.write(Buffer.alloc(MiB, 'a'));
+    await new Promise((r) => setTimeout(r, 300));
+    expect({ out, closed }).toEqual({ out: '', closed: false });
+    socket.write(Buffer.alloc(declared - MiB, 'a'));
+    for (const t0 = Date.now(); !out.includes('}}') && Date.now() - t0 < 5000; ) await new Promise((r) => setTimeout(r, 20));
+    expect(statusCodes(out)).toEqual([status]);
+    expect(out.toLowerCase()).not.toContain('connection: close');
+    await new Promise((r) => setTimeout(r, 100));
+    expect(closed).toBe(false);
+    socket.destroy();
+  });
+
+  it('the connection stays usable after a dropped body: a second request on it is served', async () => {
+    const big = 'y'.repeat(2 * MiB);
+    const request = (body: string) =>
+      `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${gw.key}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+    const small = JSON.stringify(chatOf(5));
+    const result = await raw(port, request(big) + request(small), 3000);
+    expect(statusCodes(result.out)).toEqual([413, 200]);
+  });
+
+  it('past the discard bound (64 MiB) the answer goes out and the connection closes', async () => {
+    const head = `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${gw.key}\r\nContent-Type: application/json\r\nContent-Length: ${200 * MiB}\r\n\r\n`;
+    const result = await raw(port, Buffer.concat([Buffer.from(head), Buffer.alloc(66 * MiB, 'z')]), 5000);
+    expect(statusCodes(result.out)).toEqual([413]);
+    expect(result.out.toLowerCase()).toContain('connection: close');
+    expect(result.closedByServer).toBe(true);
+  });
+});
