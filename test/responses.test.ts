@@ -157,6 +157,22 @@ describe.each([
     expect(access).toMatchObject({ route: '/v1/responses', status: 502, stream: true });
   });
 
+  it('on the wire, the broken stream ends with error (and, translated, response.failed), named and numbered in sequence', async () => {
+    up.failNext({ kind: 'break', after: alias === 'translated' ? 2 : 5 });
+    const res = await gw.fetch('/v1/responses', { method: 'POST', body: JSON.stringify({ model: alias, input: 'a fairly long request text', stream: true }) });
+    expect(res.status).toBe(200);
+    const events = (await res.text())
+      .split('\n\n')
+      .filter((block) => block.startsWith('event: '))
+      .map((block) => ({ event: block.slice(7, block.indexOf('\n')), data: JSON.parse(block.slice(block.indexOf('data: ') + 6)) as { type: string; sequence_number: number; code?: string; response?: unknown } }));
+    for (const [i, e] of events.entries()) expect([e.event, e.data.sequence_number]).toEqual([e.data.type, i]);
+    const tail = events.slice(alias === 'translated' ? -2 : -1);
+    expect(tail[0]?.data).toMatchObject({ type: 'error', code: 'upstream_reset', message: 'the provider closed the connection mid-response', param: null });
+    if (alias === 'translated') {
+      expect(tail[1]?.data).toMatchObject({ type: 'response.failed', response: { status: 'failed', error: { code: 'upstream_reset' }, output: [{ type: 'message', content: [{ text: 'echo: a fai' }] }] } });
+    }
+  });
+
   it("a provider's in-band error event fails the stream", async () => {
     up.failNext({ kind: 'error-event', after: alias === 'translated' ? 2 : 5 });
     await expect(client.responses.stream({ model: alias, input: 'a fairly long request text' }).finalResponse()).rejects.toMatchObject({ message: 'The server had an error while processing your request.' });
