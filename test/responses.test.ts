@@ -215,3 +215,16 @@ describe('refused: what a stateless gateway cannot do', () => {
     await expectNoKeyLeak(gw);
   });
 });
+
+describe('counted as provider requests', () => {
+  it("/status's request counters equal /metrics' sums over the provider routes, Responses calls included", async () => {
+    const metrics = await (await gw.fetch('/metrics')).text();
+    const sum = (cls: string | null) =>
+      [...metrics.matchAll(/^switchyard_requests_total\{([^}]*)\} (\d+)$/gm)]
+        .filter(([, labels]) => /route="\/v1\/(chat\/completions|embeddings|responses)"/.test(labels as string) && (cls === null || (labels as string).includes(`status_class="${cls}"`)))
+        .reduce((n, m) => n + Number(m[2]), 0);
+    const { requests } = (await (await gw.fetch('/status')).json()) as { requests: { total: number; success: number; client_errors: number; server_errors: number } };
+    expect(requests.total).toBeGreaterThan(20);
+    expect([requests.total, requests.success, requests.client_errors, requests.server_errors]).toEqual([sum(null), sum('2xx'), sum('4xx'), sum('5xx')]);
+  });
+});
