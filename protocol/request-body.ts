@@ -85,14 +85,15 @@ const MESSAGE_ROLES = new Set(['user', 'assistant', 'system', 'developer']);
 /**
  * The shapes clients send most: `input` a string or messages whose content
  * is a string or typed parts, function calls and their outputs; function
- * tools; a string `tool_choice`; no `text` (the schema checks its format).
- * Nothing stateful (refuseStateful in requests.ts words that refusal).
+ * tools; a string `tool_choice`; a `text` with a known format (LangChain
+ * sends `text: {}` on every call). Nothing stateful (refuseStateful in
+ * requests.ts words that refusal).
  */
 export function plainResponses(body: Record<string, unknown>): boolean {
   if (!nonEmptyString(body.model)) return false;
   if (body.stream !== undefined && body.stream !== null && typeof body.stream !== 'boolean') return false;
   if (body.previous_response_id != null || body.conversation != null || body.prompt != null || (body.background != null && body.background !== false)) return false;
-  if (!optionalString(body.instructions) || !optionalNumber(body.temperature) || !optionalNumber(body.top_p) || body.text != null) return false;
+  if (!optionalString(body.instructions) || !optionalNumber(body.temperature) || !optionalNumber(body.top_p) || !plainText(body.text)) return false;
   const max = body.max_output_tokens;
   if (max !== undefined && max !== null && !(Number.isSafeInteger(max) && (max as number) > 0)) return false;
   if (body.store !== undefined && body.store !== null && typeof body.store !== 'boolean') return false;
@@ -109,6 +110,15 @@ export function plainResponses(body: Record<string, unknown>): boolean {
   if (!Array.isArray(input)) return false;
   for (const item of input) if (!isRecord(item) || !plainInputItem(item)) return false;
   return true;
+}
+
+const TEXT_FORMATS = new Set(['text', 'json_schema', 'json_object']);
+
+function plainText(text: unknown): boolean {
+  if (text === undefined || text === null) return true;
+  if (!isRecord(text)) return false;
+  const format = text.format;
+  return format === undefined || format === null || (isRecord(format) && TEXT_FORMATS.has(format.type as string));
 }
 
 function plainInputItem(item: Record<string, unknown>): boolean {

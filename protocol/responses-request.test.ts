@@ -31,6 +31,7 @@ const responsesBody = fc.record(
     max_output_tokens: nullable(fc.integer({ min: -2, max: 100 })),
     tools: nullable(fc.array(fc.oneof(w(fc.record({ type: fc.constant('function'), name: text }), 4), w(fc.record({ type: anyJson }), 1), w(anyJson, 1)), { maxLength: 2 })),
     tool_choice: nullable(fc.oneof(fc.constantFrom('auto', 'none', 'required', 'any'), fc.record({ type: fc.constant('function'), name: text }))),
+    text: nullable(fc.record({ format: nullable(fc.record({ type: fc.oneof(fc.constantFrom('text', 'json_schema', 'json_object', 'yaml'), anyJson), name: text })), verbosity: text }, { requiredKeys: [] })),
     previous_response_id: fc.oneof(w(fc.constant(null), 6), w(text, 1)),
     background: fc.oneof(w(fc.constant(false), 6), w(fc.boolean(), 1), w(anyJson, 1)),
   },
@@ -49,7 +50,7 @@ describe('POST /v1/responses: the hand check', () => {
       }),
       { seed: 24, numRuns: 5000 },
     );
-    expect(fast).toBeGreaterThan(300);
+    expect(fast).toBeGreaterThan(150);
   });
 
   it('what the hand check leaves to the schema is accepted or refused with the parameter named', () => {
