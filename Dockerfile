@@ -21,7 +21,9 @@ COPY tools/stubs ./tools/stubs
 RUN --mount=type=cache,target=/root/.npm npm ci --no-audit --no-fund
 
 COPY . .
-RUN npm run build
+# dist is a symlink to the build (dist -> dist-builds/<id>, tools/build.mjs); the image takes the
+# build itself, as a plain directory, so the runtime stage runs it with no build tool and no link.
+RUN npm run build && mkdir out && cp -RL dist out/dist
 
 # ---- runtime ----------------------------------------------------------------
 FROM ${NODE_IMAGE} AS runtime
@@ -34,7 +36,7 @@ COPY tools/stubs ./tools/stubs
 RUN --mount=type=cache,target=/root/.npm npm ci --omit=dev --no-audit --no-fund
 
 # Files stay owned by root: the process reads them but cannot change them.
-COPY --from=build /app/dist ./dist
+COPY --from=build /app/out/dist ./dist
 # The contract file, beside package.json as in the repository.
 COPY openapi.yaml ./
 

@@ -6,8 +6,10 @@ import { fileURLToPath } from 'node:url';
 
 const IDLE = new Set(['(idle)', '(program)']);
 
-// What tools/bundle.mjs writes: the front's dist/server.js and the worker's dist/worker/*.js.
-const BUNDLE = /\/dist\/(server\.js|worker\/[^/]+\.js)$/;
+// What tools/bundle.mjs writes: the front's dist/server.js and the worker's dist/worker/*.js, named
+// by their real path, dist-builds/<id>/… (dist is a symlink to the build, tools/build.mjs), or
+// dist/… where dist is the build itself (the image).
+const BUNDLE = /\/dist(-builds\/[^/]+)?\/(server\.js|worker\/[^/]+\.js)$/;
 
 /**
  * Renames each frame of a bundle to the file and line it was bundled from, through the bundle's

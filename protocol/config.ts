@@ -6,7 +6,27 @@
  */
 import type { ProviderName } from './providers.js';
 
-export type CredentialStatus = 'present' | 'missing' | 'not_required';
+/**
+ * A route's provider credentials, resolved once at load (CONTRACT.md,
+ * Config file). One of three states, so a route cannot hold a key and be
+ * missing one, or be keyless and still send a header:
+ * - `key`: sent as `Authorization: Bearer <key>`; `source` is the variable
+ *   it was read from, or `literal`;
+ * - `not_required`: called without an `Authorization` header (the mock
+ *   provider; an `openai` deployment with its own `api_base` and no
+ *   `api_key`, such as a self-hosted vLLM, TGI or Ollama);
+ * - `missing`: `variable` names the unset environment variable; calls are
+ *   answered `credentials_missing` and the route does not count for readiness.
+ */
+export type Credentials =
+  | { readonly kind: 'key'; readonly key: string; readonly source: string }
+  | { readonly kind: 'not_required' }
+  | { readonly kind: 'missing'; readonly variable: string };
+
+/** The key to send as `Authorization: Bearer`, or null to send no `Authorization` header. */
+export function bearerKey(credentials: Credentials): string | null {
+  return credentials.kind === 'key' ? credentials.key : null;
+}
 
 export interface Timeouts {
   readonly connectMs: number;
@@ -33,10 +53,7 @@ export interface Upstream {
   readonly upstreamModel: string;
   /** Base URL with no trailing slash; null for providers without a network (mock). */
   readonly apiBase: string | null;
-  readonly apiKey: string | null;
-  readonly credentials: CredentialStatus;
-  /** Name of the environment variable the key comes from, `literal`, or null. */
-  readonly credentialsSource: string | null;
+  readonly credentials: Credentials;
   readonly timeouts: Timeouts;
   readonly mock: MockSettings;
   /** params.responses_api: the upstream serves `POST /responses` itself, so Responses API calls are passed through. */

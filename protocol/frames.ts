@@ -21,7 +21,7 @@ import type { MessagePort } from 'node:worker_threads';
 import type { RoutingConfig } from './config.js';
 import type { ChannelEnd } from './channel.js';
 
-export const PROTOCOL_VERSION = 4;
+export const PROTOCOL_VERSION = 5;
 
 /**
  * The provider operations a worker serves. `responses` is the OpenAI

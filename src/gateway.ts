@@ -44,7 +44,7 @@ export interface DrainReport {
 }
 
 export async function startGateway(config: GatewayConfig, log: Logger): Promise<Gateway> {
-  const pool = await WorkerPool.start(config.workers, config.routing, log);
+  const pool = await WorkerPool.start(config.workerMode.workers, config.routing, log);
   const ctx: FrontContext = {
     config,
     auth: new BearerAuth(config.apiKeys),
@@ -124,9 +124,11 @@ export async function startGateway(config: GatewayConfig, log: Logger): Promise<
     reload(next) {
       const current = ctx.config;
       // A generated key stays the same across reloads; a configured one may rotate.
-      const config = next.apiKeyGenerated && current.apiKeyGenerated ? Object.freeze({ ...next, apiKeys: current.apiKeys }) : next;
-      for (const key of ['host', 'port', 'workers'] as const) {
-        if (config[key] !== current[key]) log.warn({ event: 'reload_needs_restart', setting: key }, `"${key}" changed; it takes effect at the next start`);
+      // The worker mode stays the one the pool runs (and /status reports) until the next start.
+      const config = Object.freeze({ ...next, workerMode: current.workerMode, ...(next.apiKeyGenerated && current.apiKeyGenerated && { apiKeys: current.apiKeys }) });
+      const changed = { host: next.host !== current.host, port: next.port !== current.port, workers: next.workerMode.workers !== current.workerMode.workers };
+      for (const [key, differs] of Object.entries(changed)) {
+        if (differs) log.warn({ event: 'reload_needs_restart', setting: key }, `"${key}" changed; it takes effect at the next start`);
       }
       ctx.config = config;
       ctx.auth = new BearerAuth(config.apiKeys);

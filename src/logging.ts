@@ -13,6 +13,9 @@ export const REDACT_PATHS = [
   '*.api_key',
   'apiKey',
   '*.apiKey',
+  // A route's key (protocol/config.ts, Credentials), should a route or upstream ever be logged.
+  'credentials.key',
+  '*.credentials.key',
   'apiKeys',
 ];
 

@@ -3,6 +3,7 @@
  * signals. Wiring only; everything it calls lives in its own module.
  */
 import { ConfigError, loadConfig, type GatewayConfig } from './config/load.js';
+import { workerModeReport } from './config/workers.js';
 import { startGateway } from './gateway.js';
 import { createLogger, flushLogs } from './logging.js';
 import { UWS_NATIVE } from './front/server.js';
@@ -78,5 +79,9 @@ process.on('SIGHUP', () => {
 
 // Announced only now that every signal has its handler: whoever acts on this line (a supervisor, a
 // test) may signal at once, and a SIGHUP or SIGTERM before the handlers would kill the process.
-log.info({ event: 'listening', host: config.host, port: gateway.port, config: config.source, workers: config.workers, uws_native: UWS_NATIVE }, `${SERVER_HEADER} listening on ${config.host}:${gateway.port}`);
+const mode = workerModeReport(config.workerMode);
+log.info(
+  { event: 'listening', host: config.host, port: gateway.port, config: config.source, workers: mode.workers, worker_mode: mode, uws_native: UWS_NATIVE },
+  `${SERVER_HEADER} listening on ${config.host}:${gateway.port} (${mode.description})`,
+);
 void flushLogs(log);

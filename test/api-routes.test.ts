@@ -9,10 +9,11 @@
 import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ROUTES, methodsByPath, type RouteSpec } from '../src/front/routes.js';
 import { VERSION } from '../protocol/version.js';
-import { startTestGateway, TEST_KEY, UPSTREAM_KEY, useGatewayWithUpstream, type TestGateway } from './support/gateway.js';
+import { availableCpus } from '../src/config/cpu-limit.js';
+import { startTestGateway, TEST_KEY, UPSTREAM_KEY, useGateway, type TestGateway } from './support/gateway.js';
 
 // ───────────────────────── helpers ─────────────────────────
 
@@ -147,7 +148,7 @@ async function waitUntil(pred: () => boolean, timeoutMs = 2000): Promise<void> {
 
 // ───────────────────────── the shared gateway ─────────────────────────
 
-const { gw, upstream } = useGatewayWithUpstream();
+const { gw, upstream } = useGateway();
 
 // ───────────────────────── 1. auth ─────────────────────────
 
@@ -530,6 +531,8 @@ describe('/status', () => {
     expect(s0.models_configured).toBe(DEFAULT_ALIASES.length);
     expect(s0.uws_native).toBe(true);
     expect(s0.workers).toBe(2);
+    // The test gateway sets GATEWAY_WORKERS=2 (test/support/gateway.ts): the mode names it.
+    expect(s0.worker_mode).toEqual({ workers: 2, reason: 'env', cpus: availableCpus(), description: '2 workers: GATEWAY_WORKERS' });
     for (const k of ['total', 'success', 'client_errors', 'server_errors']) expect(Number.isInteger(s0.requests[k]), k).toBe(true);
 
     const ok = await chat(gw, 'up-chat');
@@ -554,10 +557,11 @@ describe('/status', () => {
 // ───────────────────────── 8. /status/models ─────────────────────────
 
 describe('/status/models', () => {
-  let sm: TestGateway;
   const ENV_NAME = 'SWITCHYARD_TEST_PRESENT';
-  beforeAll(async () => {
-    sm = await startTestGateway({
+  // A second gateway, in front of the file's upstream.
+  const { gw: sm } = useGateway({
+    upstreams: 0,
+    gateway: () => ({
       env: { [ENV_NAME]: UPSTREAM_KEY },
       yaml: `
 model_list:
@@ -580,10 +584,7 @@ route_rules:
     models: ["gpt-*"]
     params: { api_base: "${upstream.url}", api_key: ${UPSTREAM_KEY} }
 `,
-    });
-  });
-  afterAll(async () => {
-    await sm?.close();
+    }),
   });
 
   const EXPECTED: Record<string, Json> = {

@@ -10,19 +10,11 @@
  */
 import http from 'node:http';
 import net from 'node:net';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { CHAT, EMBED, MiB, percentile, sleep, until, useClientGateway } from './support/client-gateway.js';
-import type { FakeUpstream } from './support/fake-upstream.js';
-import { expectNoKeyLeak, type TestGateway } from './support/gateway.js';
+import { expectNoKeyLeak } from './support/gateway.js';
 
-const fx = useClientGateway();
-let upstream: FakeUpstream;
-let gw: TestGateway;
-let port: number;
-beforeAll(() => {
-  ({ upstream, gw, port } = fx);
-});
-const { inFlight, expectIdle, timedChat } = fx;
+const { upstream, gw, inFlight, expectIdle, timedChat } = useClientGateway();
 
 const statusCodes = (out: string): number[] => [...out.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1]));
 
@@ -31,7 +23,7 @@ const statusCodes = (out: string): number[] => [...out.matchAll(/HTTP\/1\.1 (\d{
 describe('clients that leave', () => {
   /** Sends headers and part of a body, waits, then destroys the socket. */
   async function leaveMidBody(path: string, body: string, framing: 'content-length' | 'chunked'): Promise<void> {
-    const socket = net.connect(port, '127.0.0.1');
+    const socket = net.connect(gw.port, '127.0.0.1');
     socket.on('error', () => undefined);
     await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
     const half = body.slice(0, Math.floor(body.length / 2));
@@ -63,7 +55,7 @@ describe('clients that leave', () => {
   });
 
   it('an upload abandoned after 4 MiB (chunked, under the limit) frees everything; a declared 100 MB one is refused at once', async () => {
-    const socket = net.connect(port, '127.0.0.1');
+    const socket = net.connect(gw.port, '127.0.0.1');
     socket.on('error', () => undefined);
     await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
     socket.write(`POST ${CHAT} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${gw.key}\r\nContent-Length: ${100 * MiB}\r\n\r\n`);
@@ -73,7 +65,7 @@ describe('clients that leave', () => {
     await sleep(100);
     expect(statusCodes(out)).toEqual([413]);
     socket.destroy();
-    const chunked = net.connect(port, '127.0.0.1');
+    const chunked = net.connect(gw.port, '127.0.0.1');
     chunked.on('error', () => undefined);
     await new Promise<void>((resolve) => chunked.once('connect', () => resolve()));
     chunked.write(`POST ${CHAT} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${gw.key}\r\nTransfer-Encoding: chunked\r\n\r\n`);
@@ -92,7 +84,7 @@ describe('clients that leave', () => {
   it('an embeddings client that leaves while the upstream has not answered cancels the upstream request', async () => {
     upstream.behave({ kind: 'hang' });
     const body = JSON.stringify({ model: 'up-embed', input: ['a', 'b'] });
-    const req = http.request({ host: '127.0.0.1', port, path: EMBED, method: 'POST', agent: false, headers: { authorization: `Bearer ${gw.key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } });
+    const req = http.request({ host: '127.0.0.1', port: gw.port, path: EMBED, method: 'POST', agent: false, headers: { authorization: `Bearer ${gw.key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } });
     req.on('error', () => undefined);
     req.end(body);
     await upstream.waitFor(() => upstream.requests.length === 1 && upstream.openRequests() === 1, 2000);
@@ -111,7 +103,7 @@ describe('clients that leave', () => {
   it('a client that leaves a mock stream mid-way, or a slow mock call before it answers, frees its slot and stream at once', async () => {
     // Mid-stream (mock provider: 200 chunks, 20 ms apart).
     const body = JSON.stringify({ model: 'mock-slow-stream', stream: true, messages: [{ role: 'user', content: 'stream please' }] });
-    const req = http.request({ host: '127.0.0.1', port, path: CHAT, method: 'POST', agent: false, headers: { authorization: `Bearer ${gw.key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } });
+    const req = http.request({ host: '127.0.0.1', port: gw.port, path: CHAT, method: 'POST', agent: false, headers: { authorization: `Bearer ${gw.key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } });
     req.on('error', () => undefined);
     req.end(body);
     const res = await new Promise<http.IncomingMessage>((resolve) => req.once('response', resolve));
@@ -128,7 +120,7 @@ describe('clients that leave', () => {
     await expectIdle('after leaving the mock stream', 500);
     // Before the answer (mock latency 5 s).
     const slow = JSON.stringify({ model: 'mock-slow', messages: [{ role: 'user', content: 'slow' }] });
-    const req2 = http.request({ host: '127.0.0.1', port, path: CHAT, method: 'POST', agent: false, headers: { authorization: `Bearer ${gw.key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(slow) } });
+    const req2 = http.request({ host: '127.0.0.1', port: gw.port, path: CHAT, method: 'POST', agent: false, headers: { authorization: `Bearer ${gw.key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(slow) } });
     req2.on('error', () => undefined);
     req2.end(slow);
     await until(() => inFlight().pool === 1, 1000, 'the slow call is in flight');
@@ -152,7 +144,7 @@ describe('slow-loris and stalled clients', () => {
   /** Opens a connection and feeds it `next()` every `everyMs` until the server closes it (or 20 s). */
   function hold(name: string, first: string, next: (() => string) | null, everyMs = 1000): Promise<Held> {
     return new Promise((resolve) => {
-      const socket = net.connect(port, '127.0.0.1');
+      const socket = net.connect(gw.port, '127.0.0.1');
       const t0 = performance.now();
       let bytesSent = 0;
       let answer = '';
@@ -229,7 +221,7 @@ describe('pipelining', () => {
   /** Writes `payload` in one write and collects everything until the server closes (or waitMs). */
   function pipeline(payload: string, waitMs = 3000): Promise<{ out: string; closedByServer: boolean }> {
     return new Promise((resolve) => {
-      const socket = net.connect(port, '127.0.0.1');
+      const socket = net.connect(gw.port, '127.0.0.1');
       let out = '';
       let closedByServer = false;
       const timer = setTimeout(() => socket.destroy(), waitMs);

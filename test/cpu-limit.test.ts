@@ -1,21 +1,22 @@
 /**
- * The default worker count follows a CPU quota (src/config/cpu-limit.ts):
- * the built server, started with no GATEWAY_WORKERS inside a real cgroup
- * limited to one CPU, runs one worker thread, where the same start outside
- * it runs one per CPU. Needs a machine with at least two CPUs and a cgroup
- * tree this process may add to (root on cgroup v1's cpu controller, or on a
- * v2 tree whose root delegates `cpu`); elsewhere the test is reported as
+ * The default worker count follows the CPUs the process may use
+ * (src/config/cpu-limit.ts, the rule in src/config/workers.ts): the built
+ * server, started with no GATEWAY_WORKERS inside a real cgroup limited to
+ * one CPU, or pinned to one CPU with taskset, runs inline and says why
+ * (listening line and /status); pinned to two CPUs it runs the rule's count
+ * for two. The cgroup case needs a machine with at least two CPUs and a
+ * cgroup tree this process may add to (root on cgroup v1's cpu controller,
+ * or on a v2 tree whose root delegates `cpu`); the taskset cases need
+ * taskset (and two CPUs for the second). Elsewhere a case is reported as
  * skipped, and src/config/cpu-limit.test.ts still covers the reading itself.
  */
-import { spawn } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { serverEntry, settingsFreeEnv } from './support/start-command.js';
-
-const ROOT = resolve(import.meta.dirname, '..');
-const MAIN = serverEntry(ROOT);
+import { describeWorkerMode, workersForCpus } from '../src/config/workers.js';
+import { spawnGateway } from './support/gateway-process.js';
 
 /** A cgroup limited to one CPU, made for this run; null where none can be made. */
 const limited = ((): string | null => {
@@ -45,40 +46,55 @@ afterAll(() => {
   if (limited) rmdirSync(limited); // empty again once the server it held has exited
 });
 
+const hasTaskset = spawnSync('taskset', ['-c', '0', 'true']).status === 0;
+
+interface Seen {
+  logged: { workers: unknown; worker_mode: unknown; msg: unknown };
+  status: { workers: unknown; worker_mode: unknown };
+}
+
 /**
- * Starts the built server with no worker count set (in `cgroup` when given: the shell joins it,
- * then execs node), waits for its `listening` line, reads /status, stops it.
+ * Starts the built server with no worker count set (in `cgroup` when given: the shell joins it;
+ * pinned to the CPU list `cpus` when given: taskset runs node), waits for its `listening` line,
+ * reads /status, stops it.
  */
-async function workersAtStart(cgroup: string | null): Promise<{ logged: unknown; status: unknown }> {
-  const env = { ...settingsFreeEnv(), HOST: '127.0.0.1', PORT: '0', GATEWAY_API_KEY: 'k', GATEWAY_DRAIN_DELAY: '0', NODE: process.execPath, SERVER: MAIN, CGROUP: cgroup ?? '' };
-  const script = '[ -n "$CGROUP" ] && echo $$ > "$CGROUP/cgroup.procs"; exec "$NODE" "$SERVER"';
-  const child = spawn('sh', ['-c', script], { env, stdio: ['ignore', 'pipe', 'inherit'] });
-  const exited = new Promise((res) => child.once('exit', res));
+async function modeAtStart(place: { cgroup?: string; cpus?: string }): Promise<Seen> {
+  const p = spawnGateway({
+    env: { GATEWAY_API_KEY: 'k', GATEWAY_DRAIN_DELAY: '0', CGROUP: place.cgroup ?? '', CPUS: place.cpus ?? '' },
+    via: ['sh', '-c', '[ -n "$CGROUP" ] && echo $$ > "$CGROUP/cgroup.procs"; exec ${CPUS:+taskset -c $CPUS} "$@"', 'sh'],
+  });
   try {
-    let out = '';
-    const listening = await new Promise<Record<string, unknown>>((res, rej) => {
-      const timer = setTimeout(() => rej(new Error(`no listening line in 10 s: ${out}`)), 10_000);
-      child.stdout!.setEncoding('utf8').on('data', (d: string) => {
-        out += d;
-        const line = out.split('\n').slice(0, -1).find((l) => l.includes('"event":"listening"')); // whole lines only
-        if (line) {
-          clearTimeout(timer);
-          res(JSON.parse(line) as Record<string, unknown>);
-        }
-      });
-    });
-    const status = (await (await fetch(`http://127.0.0.1:${String(listening.port)}/status`, { headers: { authorization: 'Bearer k' } })).json()) as { workers: unknown };
-    return { logged: listening.workers, status: status.workers };
+    const listening = await p.listening(10_000);
+    const status = (await (await fetch(`http://127.0.0.1:${String(listening.port)}/status`, { headers: { authorization: 'Bearer k' } })).json()) as Seen['status'];
+    return { logged: { workers: listening.workers, worker_mode: listening.worker_mode, msg: listening.msg }, status: { workers: status.workers, worker_mode: status.worker_mode } };
   } finally {
-    child.kill('SIGTERM');
-    await exited;
+    await p.stop();
   }
 }
 
-describe('default worker count under a CPU quota', () => {
-  it.skipIf(limited === null)('one worker thread in a cgroup limited to one CPU; one per CPU outside it', async () => {
-    expect(await workersAtStart(limited)).toEqual({ logged: 1, status: 1 });
-    const cpus = availableParallelism();
-    expect(await workersAtStart(null)).toEqual({ logged: cpus, status: cpus });
+/** What the listening line and /status must show for the default on `cpus` CPUs. */
+function expected(cpus: number): Seen {
+  const workers = workersForCpus(cpus);
+  const mode = { workers, reason: 'cpus', cpus, description: describeWorkerMode({ workers, reason: 'cpus', cpus }) };
+  return { logged: { workers, worker_mode: mode, msg: expect.stringMatching(new RegExp(`listening on 127\\.0\\.0\\.1:\\d+ \\(${mode.description}\\)$`)) }, status: { workers, worker_mode: mode } };
+}
+
+describe('default worker mode under a CPU limit', () => {
+  it.skipIf(limited === null)('inline in a cgroup limited to one CPU, and it says why', async () => {
+    const seen = await modeAtStart({ cgroup: limited! });
+    expect(seen).toEqual(expected(1));
+    expect(seen.status.worker_mode).toMatchObject({ workers: 0, description: 'inline: 1 CPU' });
+  });
+
+  it.skipIf(!hasTaskset)('inline when the affinity allows one CPU (taskset -c 0)', async () => {
+    const seen = await modeAtStart({ cpus: '0' });
+    expect(seen).toEqual(expected(1));
+    expect(seen.status.worker_mode).toMatchObject({ workers: 0, description: 'inline: 1 CPU' });
+  });
+
+  it.skipIf(!hasTaskset || availableParallelism() < 2)("the rule's count for two CPUs (taskset -c 0,1)", async () => {
+    const seen = await modeAtStart({ cpus: '0,1' });
+    expect(seen).toEqual(expected(2));
+    expect(seen.status.worker_mode).toMatchObject({ reason: 'cpus', cpus: 2 });
   });
 });

@@ -254,7 +254,7 @@ describe('deploy/kubernetes manifests', () => {
       expect(envEntry(name)?.valueFrom?.secretKeyRef, `${name} comes from a Secret`).toBeDefined();
     }
     // With the Secret's keys present, at least one route has credentials: /ready can be 200.
-    expect([...config.routing.aliases, ...config.routing.rules].some((r) => r.credentials !== 'missing')).toBe(true);
+    expect([...config.routing.aliases, ...config.routing.rules].some((r) => r.credentials.kind !== 'missing')).toBe(true);
   });
 
   it('GATEWAY_WORKERS is set and fits the CPU limit (Node sees the node, not the limit), and resources are bounded', () => {
@@ -312,7 +312,7 @@ describe('deploy/kubernetes manifests', () => {
       }
       // The ConfigMap never holds a literal api_key.
       const config = parseConfig(mountedConfig().text, 'configmap', podEnv());
-      for (const r of [...config.routing.aliases, ...config.routing.rules]) expect(r.credentialsSource, 'api_key is an os.environ/ reference').not.toBe('literal');
+      for (const r of [...config.routing.aliases, ...config.routing.rules]) expect(r.credentials, 'api_key is an os.environ/ reference').not.toMatchObject({ source: 'literal' });
     });
   });
 

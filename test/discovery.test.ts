@@ -4,11 +4,11 @@
  * and its zod schemas, and in step with openapi.yaml.
  */
 import { readFileSync } from 'node:fs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { z } from 'zod';
 import { ROUTES, type RouteSpec, type ToolSpec } from '../src/front/routes.ts';
-import { startTestGateway, type TestGateway } from './support/gateway.js';
+import { useGateway } from './support/gateway.js';
 
 type Obj = Record<string, unknown>;
 
@@ -37,22 +37,18 @@ function jsonSchemaOf(schema: z.ZodType): Obj {
 }
 
 describe('discovery endpoints', () => {
-  let gw: TestGateway;
+  const { gw } = useGateway({ upstreams: 0 });
   let agent: { status: number; type: string | null; body: Obj };
   let manifest: { status: number; type: string | null; body: Obj & { tools: ToolJson[] } };
   let docs: { status: number; type: string | null; text: string };
 
   beforeAll(async () => {
-    gw = await startTestGateway();
     const a = await gw.fetch('/agent', { auth: false });
     agent = { status: a.status, type: a.headers.get('content-type'), body: (await a.json()) as Obj };
     const m = await gw.fetch('/agent/manifest', { auth: false });
     manifest = { status: m.status, type: m.headers.get('content-type'), body: (await m.json()) as Obj & { tools: ToolJson[] } };
     const d = await gw.fetch('/docs', { auth: false });
     docs = { status: d.status, type: d.headers.get('content-type'), text: await d.text() };
-  });
-  afterAll(async () => {
-    await gw?.close();
   });
 
   describe('GET /agent', () => {

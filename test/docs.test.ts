@@ -124,8 +124,8 @@ describe("the README's config example", () => {
     expect(groups, 'an alias with exactly two deployments').toHaveLength(1);
     const deployments = groups[0] ?? [];
     // The self-hosted server at its own api_base with no key at all, and OpenAI with its key from the environment.
-    const keyless = deployments.find((route) => route.apiKey === null && route.credentialsSource === null);
-    const keyed = deployments.find((route) => route.credentialsSource === 'OPENAI_API_KEY' && route.apiKey === 'sk-readme');
+    const keyless = deployments.find((route) => route.credentials.kind === 'not_required');
+    const keyed = deployments.find((route) => route.credentials.kind === 'key' && route.credentials.source === 'OPENAI_API_KEY' && route.credentials.key === 'sk-readme');
     expect(keyless?.apiBase, 'a deployment with its own api_base and no api_key').toMatch(/^https?:\/\/(?!api\.openai\.com)/);
     expect(keyed?.apiBase, 'a deployment on OpenAI with api_key: os.environ/OPENAI_API_KEY').toBe('https://api.openai.com/v1');
     expect(routing.rules.length, 'a route_rules entry').toBeGreaterThanOrEqual(1);

@@ -7,19 +7,12 @@
  */
 import { APIError, AuthenticationError } from 'openai';
 import net from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { raw, statusCodes } from './support/raw-http.js';
-import { startTestGateway, type TestGateway } from './support/gateway.js';
+import { useGateway } from './support/gateway.js';
 
 const MiB = 1024 * 1024;
-let gw: TestGateway;
-let port: number;
-
-beforeAll(async () => {
-  gw = await startTestGateway({ workers: 1, env: { GATEWAY_MAX_BODY_BYTES: String(MiB) } });
-  port = Number(new URL(gw.url).port);
-});
-afterAll(() => gw.close());
+const { gw } = useGateway({ upstreams: 0, gateway: { workers: 1, env: { GATEWAY_MAX_BODY_BYTES: String(MiB) } } });
 
 const chatOf = (bytes: number) => ({ model: 'mock-chat', messages: [{ role: 'user' as const, content: 'x'.repeat(bytes) }] });
 
@@ -60,7 +53,7 @@ describe('errors before the body is read', () => {
       ...(framing === 'chunked' ? { duplex: 'half' } : {}),
     } as RequestInit & { auth: boolean });
     expect(res.status).toBe(status);
-    expect((await res.json()).error).toMatchObject({ code });
+    expect(((await res.json()) as any).error).toMatchObject({ code });
   });
 
   it.each([
@@ -68,7 +61,7 @@ describe('errors before the body is read', () => {
     ['401', 'Authorization: Bearer wrong', 401],
   ] as const)('%s while the body is still coming: nothing is answered, nothing closed, until the last byte; then the answer, and the connection stays open', async (_name, auth, status) => {
     const declared = 4 * MiB;
-    const socket = net.connect(port, '127.0.0.1');
+    const socket = net.connect(gw.port, '127.0.0.1');
     await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
     let out = '';
     let closed = false;
@@ -93,13 +86,13 @@ describe('errors before the body is read', () => {
     const request = (body: string) =>
       `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${gw.key}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
     const small = JSON.stringify(chatOf(5));
-    const result = await raw(port, request(big) + request(small), 3000);
+    const result = await raw(gw.port, request(big) + request(small), 3000);
     expect(statusCodes(result.out)).toEqual([413, 200]);
   });
 
   it('past the discard bound (64 MiB) the answer goes out and the connection closes', async () => {
     const head = `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${gw.key}\r\nContent-Type: application/json\r\nContent-Length: ${200 * MiB}\r\n\r\n`;
-    const result = await raw(port, Buffer.concat([Buffer.from(head), Buffer.alloc(66 * MiB, 'z')]), 5000);
+    const result = await raw(gw.port, Buffer.concat([Buffer.from(head), Buffer.alloc(66 * MiB, 'z')]), 5000);
     expect(statusCodes(result.out)).toEqual([413]);
     expect(result.out.toLowerCase()).toContain('connection: close');
     expect(result.closedByServer).toBe(true);

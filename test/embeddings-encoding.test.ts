@@ -4,14 +4,10 @@
  * little-endian float32. The mock provider must answer that form: as floats, each
  * vector decoded as base64 turned into a quarter as many zeros.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestGateway, type TestGateway } from './support/gateway.js';
+import { describe, expect, it } from 'vitest';
+import { useGateway } from './support/gateway.js';
 
-let gw: TestGateway;
-beforeAll(async () => {
-  gw = await startTestGateway({ workers: 1 });
-});
-afterAll(() => gw.close());
+const { gw } = useGateway({ upstreams: 0, gateway: { workers: 1 } });
 
 describe('embeddings encoding_format', () => {
   it('the SDK default (base64) decodes to the float answer, to float32 precision', async () => {
@@ -32,11 +28,11 @@ describe('embeddings encoding_format', () => {
   it('on the wire: base64 strings of little-endian float32 when asked, numbers otherwise', async () => {
     const res = await gw.fetch('/v1/embeddings', { method: 'POST', body: JSON.stringify({ model: 'mock-embed', input: 'x', encoding_format: 'base64' }) });
     expect(res.status).toBe(200);
-    const encoded = (await res.json()).data[0].embedding;
+    const encoded = ((await res.json()) as any).data[0].embedding;
     expect(typeof encoded).toBe('string');
     const bytes = Buffer.from(encoded, 'base64');
     expect(bytes.length).toBe(8 * 4);
-    const plain = await (await gw.fetch('/v1/embeddings', { method: 'POST', body: JSON.stringify({ model: 'mock-embed', input: 'x' }) })).json();
+    const plain: any = await (await gw.fetch('/v1/embeddings', { method: 'POST', body: JSON.stringify({ model: 'mock-embed', input: 'x' }) })).json();
     const floats = plain.data[0].embedding as number[];
     floats.forEach((value, j) => expect(bytes.readFloatLE(j * 4)).toBeCloseTo(value, 6));
   });
@@ -44,6 +40,6 @@ describe('embeddings encoding_format', () => {
   it('an encoding_format that is neither float nor base64 is a 400 naming it', async () => {
     const res = await gw.fetch('/v1/embeddings', { method: 'POST', body: JSON.stringify({ model: 'mock-embed', input: 'x', encoding_format: 'int8' }) });
     expect(res.status).toBe(400);
-    expect((await res.json()).error).toMatchObject({ code: 'invalid_request', message: expect.stringContaining('encoding_format') });
+    expect(((await res.json()) as any).error).toMatchObject({ code: 'invalid_request', message: expect.stringContaining('encoding_format') });
   });
 });

@@ -7,7 +7,7 @@
  * write: that request must never reach the fake upstream nor be answered.
  */
 import { describe, expect, it } from 'vitest';
-import { useGatewayWithUpstream } from './support/gateway.js';
+import { useGateway } from './support/gateway.js';
 import { raw, rawBodies, statusCodes, type RawResult } from './support/raw-http.js';
 
 const CHAT = '/v1/chat/completions';
@@ -16,7 +16,7 @@ const BODY = JSON.stringify({ model: 'up-chat', messages: [{ role: 'user', conte
 const AT_ONCE_MS = 1000;
 
 describe('request framing', () => {
-  const { gw, upstream } = useGatewayWithUpstream();
+  const { gw, upstream } = useGateway();
   const head = (path = CHAT) => `POST ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${gw.key}\r\n`;
   /** A valid chat request to the upstream-backed alias, recognisable by its request id. */
   const follower = () => `${head()}X-Request-ID: pipelined-follower\r\nContent-Length: ${BODY.length}\r\nConnection: close\r\n\r\n${BODY}`;

@@ -5,19 +5,17 @@
  * under 200 concurrent probes, the probe budget with a hanging upstream,
  * the warm-up window, clean reasons, and bad toolkit variables at start.
  */
-import { spawn } from 'node:child_process';
-import { createServer } from 'node:net';
-import { join, resolve } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { ProbedFrame } from '../protocol/frames.ts';
 import { parseConfig } from '../src/config/load.ts';
 import { HealthRegistry } from '../src/health/registry.ts';
 import { Health } from '../src/health/types.ts';
 import { credentialsCheck, eventLoopCheck, upstreamChecks, workerPoolCheck } from '../src/supervisor/gateway-checks.ts';
 import type { WorkerPool } from '../src/supervisor/worker-pool.ts';
-import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
-import { serverEntry, settingsFreeEnv } from './support/start-command.js';
-import { TEST_KEY, UPSTREAM_KEY, defaultYaml, startTestGateway, type TestGateway, useGatewayWithUpstream } from './support/gateway.js';
+import type { FakeUpstream } from './support/fake-upstream.js';
+import { spawnGateway } from './support/gateway-process.js';
+import { TEST_KEY, UPSTREAM_KEY, defaultYaml, startTestGateway, type TestGateway, useGateway } from './support/gateway.js';
+import { freePort } from './support/start-command.js';
 
 interface CheckJson {
   name: string;
@@ -92,18 +90,10 @@ async function firstCompleted(gw: TestGateway, options: { healthy?: boolean; wit
 /** Requests the health checks made to a fake upstream (everything it saw, since the gateway sends nothing else here). */
 const modelsGets = (up: FakeUpstream) => up.requests.filter((r) => r.method === 'GET' && r.path === '/v1/models').length;
 
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((r) => server.close(() => r()));
-  return port;
-}
-
 describe('GET /health and GET /ready: default test config plus one upstream origin', () => {
-  const { gw, upstream } = useGatewayWithUpstream((upstream) => {
+  const { gw, upstream } = useGateway({
     // cache_ttl 0: every probe runs the checks, so each test sees its own upstream behaviour.
-    return { yaml: `${defaultYaml(upstream)}\nhealth: { cache_ttl: 0 }\n` };
+    gateway: (upstream) => ({ yaml: `${defaultYaml(upstream)}\nhealth: { cache_ttl: 0 }\n` }),
   });
   afterEach(() => {
     upstream.reset();
@@ -196,13 +186,14 @@ describe('GET /health and GET /ready: default test config plus one upstream orig
 });
 
 describe('one upstream check per distinct origin', () => {
-  let a: FakeUpstream;
-  let b: FakeUpstream;
-  let gw: TestGateway;
-  beforeAll(async () => {
-    a = await startFakeUpstream();
-    b = await startFakeUpstream();
-    const yaml = `
+  const {
+    gw,
+    upstreams: [a, b],
+  } = useGateway({
+    upstreams: 2,
+    resetUpstreams: false,
+    gateway: (a, b) => ({
+      yaml: `
 model_list:
   - model_name: a-chat
     params: { model: openai/m1, api_base: ${a.url}, api_key: ${UPSTREAM_KEY} }
@@ -217,13 +208,8 @@ route_rules:
     models: ["gpt-*"]
     params: { api_base: ${b.url}, api_key: ${UPSTREAM_KEY} }
 health: { cache_ttl: 30 }
-`;
-    gw = await startTestGateway({ yaml });
-  });
-  afterAll(async () => {
-    await gw.close();
-    await a.close();
-    await b.close();
+`,
+    }),
   });
 
   it('200 concurrent /health probes on a fresh gateway: one shared run, exactly one GET /models per origin (TTL 30 s)', async () => {
@@ -247,19 +233,10 @@ health: { cache_ttl: 30 }
 });
 
 describe('single flight and TTL under 200 concurrent probes', () => {
-  let upstream: FakeUpstream;
-  const gateways: TestGateway[] = [];
-  beforeAll(async () => {
-    upstream = await startFakeUpstream();
-  });
-  afterAll(async () => {
-    for (const gw of gateways) await gw.close();
-    await upstream.close();
-  });
+  const { upstream, start } = useGateway({ gateway: false, resetUpstreams: false });
 
   it('default TTL (1 s): 200 concurrent /health probes on a fresh gateway cause one GET /models per TTL', async () => {
-    const gw = await startTestGateway({ upstream });
-    gateways.push(gw);
+    const gw = await start();
     upstream.reset();
     const started = performance.now();
     const answers = await Promise.all(Array.from({ length: 200 }, () => probe(gw, '/health')));
@@ -275,8 +252,7 @@ describe('single flight and TTL under 200 concurrent probes', () => {
   });
 
   it('a result is reused within the TTL (with age_ms, not stale) and a new run starts after it', async () => {
-    const gw = await startTestGateway({ upstream, yaml: `${defaultYaml(upstream)}\nhealth: { cache_ttl: 0.5 }\n` });
-    gateways.push(gw);
+    const gw = await start({ yaml: `${defaultYaml(upstream)}\nhealth: { cache_ttl: 0.5 }\n` });
     upstream.reset();
     const first = await probe(gw, '/health');
     await sleep(50);
@@ -300,19 +276,13 @@ describe('single flight and TTL under 200 concurrent probes', () => {
 });
 
 describe('probe budget with a hanging upstream (check_timeout 5 s, probe_budget 0.3 s)', () => {
-  let upstream: FakeUpstream;
+  const { upstream, start } = useGateway({ gateway: false, resetUpstreams: false });
+  /** The gateways started so far: later tests watch the runs earlier ones started. */
   const gateways: TestGateway[] = [];
-  beforeAll(async () => {
-    upstream = await startFakeUpstream();
-  });
-  afterAll(async () => {
-    for (const gw of gateways) await gw.close();
-    await upstream.close();
-  });
 
   it('before any run has completed: /health answers unhealthy with check health_run within the budget; /ready and /health/live are not held', async () => {
     upstream.behave({ kind: 'hang' });
-    const gw = await startTestGateway({ upstream, yaml: `${defaultYaml(upstream)}\nhealth: { check_timeout: 5, probe_budget: 0.3 }\n` });
+    const gw = await start({ yaml: `${defaultYaml(upstream)}\nhealth: { check_timeout: 5, probe_budget: 0.3 }\n` });
     gateways.push(gw);
 
     const started = Date.now();
@@ -359,7 +329,7 @@ describe('probe budget with a hanging upstream (check_timeout 5 s, probe_budget 
 
   it('with an earlier result: a probe answers from it within the budget, with age_ms and stale: true', async () => {
     upstream.reset(); // ok again
-    const gw = await startTestGateway({ upstream, yaml: `${defaultYaml(upstream)}\nhealth: { check_timeout: 5, probe_budget: 0.3, cache_ttl: 0.2 }\n` });
+    const gw = await start({ yaml: `${defaultYaml(upstream)}\nhealth: { check_timeout: 5, probe_budget: 0.3, cache_ttl: 0.2 }\n` });
     gateways.push(gw);
     // Workers answer pings once they have attached: wait for a completed, healthy run.
     const first = await firstCompleted(gw, { healthy: true });
@@ -409,21 +379,16 @@ describe('probe budget with a hanging upstream (check_timeout 5 s, probe_budget 
 });
 
 describe('readiness without provider credentials', () => {
-  let upstream: FakeUpstream;
-  let gw: TestGateway;
-  beforeAll(async () => {
-    upstream = await startFakeUpstream();
-    const yaml = `
+  const { gw, upstream } = useGateway({
+    resetUpstreams: false,
+    gateway: (upstream) => ({
+      yaml: `
 model_list:
   - model_name: keyless
     params: { model: openai/m, api_base: ${upstream.url}, api_key: os.environ/SWITCHYARD_HEALTH_TEST_UNSET_KEY }
 health: { cache_ttl: 0 }
-`;
-    gw = await startTestGateway({ yaml });
-  });
-  afterAll(async () => {
-    await gw.close();
-    await upstream.close();
+`,
+    }),
   });
 
   it('/ready is 503 with provider_credentials unhealthy and a reason', async () => {
@@ -451,19 +416,24 @@ health: { cache_ttl: 0 }
 });
 
 describe('reasons carry no secret, no URL credentials and no stack trace', () => {
-  let gw: TestGateway;
   let port: number;
-  beforeAll(async () => {
-    port = await closedPort();
-    const yaml = `
+  const { gw } = useGateway({
+    upstreams: 0,
+    gateway: async () => {
+      port = await freePort();
+      return {
+        yaml: `
 model_list:
   - model_name: down
     params: { model: openai/m, api_base: "http://probe-user:url-password-xyz@127.0.0.1:${port}/v1", api_key: ${UPSTREAM_KEY} }
   - model_name: mock-chat
     params: { model: mock/chat-small }
 health: { cache_ttl: 0 }
-`;
-    gw = await startTestGateway({ yaml });
+`,
+      };
+    },
+  });
+  beforeAll(() => {
     gw.gateway.context.health.register({
       name: 'embedder_leaky',
       check: () => {
@@ -472,9 +442,6 @@ health: { cache_ttl: 0 }
       },
     });
     gw.gateway.context.health.register({ name: 'embedder_stack', check: () => Health.unhealthy(String(new Error('socket hang up').stack)) });
-  });
-  afterAll(async () => {
-    await gw.close();
   });
 
   it('the /health body names the failures but leaks nothing', async () => {
@@ -534,20 +501,12 @@ describe('TOOLKIT_HEALTH_STARTUP_DELAY', () => {
 });
 
 describe('bad toolkit variables stop the start', () => {
-  const ROOT = resolve(import.meta.dirname, '..');
-  const MAIN = serverEntry(ROOT);
-
-  function run(extra: Record<string, string>): Promise<{ code: number | null; stderr: string }> {
-    const child = spawn(process.execPath, [MAIN], { cwd: ROOT, env: { ...settingsFreeEnv(), HOST: '127.0.0.1', PORT: '0', GATEWAY_API_KEY: 'k', GATEWAY_WORKERS: '1', ...extra }, stdio: ['ignore', 'ignore', 'pipe'] });
-    let stderr = '';
-    child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-    return new Promise((res) =>
-      child.on('exit', (code) => {
-        clearTimeout(timer);
-        res({ code, stderr });
-      }),
-    );
+  async function run(extra: Record<string, string>): Promise<{ code: number | null; stderr: string }> {
+    const p = spawnGateway({ env: { GATEWAY_API_KEY: 'k', GATEWAY_WORKERS: '1', ...extra } });
+    const timer = setTimeout(() => p.child.kill('SIGKILL'), 10_000);
+    const { code } = await p.exit;
+    clearTimeout(timer);
+    return { code, stderr: p.stderr() };
   }
 
   it.each([
@@ -584,7 +543,7 @@ describe('gateway checks (unit, fake worker pool)', () => {
   });
 
   it('worker_pool: unhealthy when a worker does not answer a ping, degraded on restarts or saturation', async () => {
-    const stats = (over: Partial<ReturnType<WorkerPool['stats']>> = {}) => () => ({ workers: 2, inFlight: 0, restarts: 0, ...over });
+    const stats = (over: Partial<ReturnType<WorkerPool['stats']>> = {}) => () => ({ workers: 2, inFlight: 0, restarts: 0, inFlightByWorker: [0, 0], ...over });
     expect((await run(workerPoolCheck(fakePool({ ping: async () => [1, 2], stats: stats() }), 500, 1000))).status).toBe('healthy');
     expect(await run(workerPoolCheck(fakePool({ ping: async () => [1, null], stats: stats() }), 500, 1000))).toMatchObject({ status: 'unhealthy', reason: expect.stringMatching(/1/) });
     expect((await run(workerPoolCheck(fakePool({ ping: async () => [1, 2], stats: stats({ restarts: 3 }) }), 500, 1000))).status).toBe('degraded');

@@ -13,10 +13,9 @@ import { MAX_JSON_DEPTH } from '../protocol/request-body.js';
 import { readFileSync } from 'node:fs';
 import fc from 'fast-check';
 import { parse as parseYaml } from 'yaml';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { ROUTES, methodsByPath, type RouteSpec } from '../src/front/routes.js';
-import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
-import { expectNoKeyLeak, startTestGateway, type TestGateway } from './support/gateway.js';
+import { expectNoKeyLeak, useGateway } from './support/gateway.js';
 
 // ───────────────────────── helpers ─────────────────────────
 
@@ -83,22 +82,7 @@ const nestedObjects = (depth: number): string => '{"a":'.repeat(depth) + '1' + '
 
 // ───────────────────────── the shared gateway ─────────────────────────
 
-let upstream: FakeUpstream;
-let gw: TestGateway;
-let port: number;
-let key: string;
-
-beforeAll(async () => {
-  upstream = await startFakeUpstream();
-  gw = await startTestGateway({ upstream });
-  port = gw.gateway.port;
-  key = gw.key;
-});
-
-afterAll(async () => {
-  await gw?.close();
-  await upstream?.close();
-});
+const { gw, upstream } = useGateway({ resetUpstreams: false });
 
 /** After every case: liveness answers and nothing is left in flight. */
 async function expectHealthy(context = 'after the case'): Promise<void> {
@@ -321,10 +305,10 @@ interface UploadResult {
  */
 function upload(path: string, total: number, framing: 'content-length' | 'chunked'): Promise<UploadResult> {
   return new Promise((resolve, reject) => {
-    const headers: Record<string, string> = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+    const headers: Record<string, string> = { authorization: `Bearer ${gw.key}`, 'content-type': 'application/json' };
     if (framing === 'content-length') headers['content-length'] = String(total);
     else headers['transfer-encoding'] = 'chunked';
-    const req = http.request({ host: '127.0.0.1', port, path, method: 'POST', agent: false, headers });
+    const req = http.request({ host: '127.0.0.1', port: gw.port, path, method: 'POST', agent: false, headers });
     const chunk = Buffer.alloc(64 * 1024, 0x61);
     chunk.write('{"model":"mock-chat","messages":[{"role":"user","content":"');
     let queued = 0;
@@ -416,7 +400,7 @@ describe('request size and framing', () => {
     const before = gw.rawLogs.length;
     for (const model of ['mock-chat', 'up-chat']) {
       const partial = `{"model":"${model}","messages":[{"role":"user","content":"hel`;
-      const r = await raw(port, `POST ${CHAT} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n${partial}`, 1000);
+      const r = await raw(gw.port, `POST ${CHAT} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${gw.key}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n${partial}`, 1000);
       expect(r.closedByServer, model).toBe(false);
       expect(r.out, model).toBe('');
     }
@@ -431,7 +415,7 @@ describe('request size and framing', () => {
   it('Content-Length declaring less than sent, the rest a second request: never a wrong answer, the connection closes, nothing leaks', async () => {
     // uWS refuses a request pipelined behind one whose answer is still pending (provider routes answer
     // asynchronously): it closes the connection. Documented in docs/RESILIENCE.md; clients retry on a new one.
-    const r = await raw(port, `POST ${CHAT} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Length: 2\r\n\r\n{}GET /nope HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`, 3000);
+    const r = await raw(gw.port, `POST ${CHAT} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${gw.key}\r\nContent-Length: 2\r\n\r\n{}GET /nope HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`, 3000);
     const statuses = statusCodes(r.out);
     expect(statuses.every((s) => s === 400), r.out.slice(0, 300)).toBe(true);
     for (const body of rawBodies(r.out)) expect(checkErrorBody(body, 'declared').code).toBe('invalid_request');
@@ -441,14 +425,14 @@ describe('request size and framing', () => {
   });
 
   it('Content-Length declaring less than sent, extra bytes that are not HTTP: the declared request is answered with its JSON 400, the rest never reaches a handler', async () => {
-    const r = await raw(port, `POST ${CHAT} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Length: 2\r\n\r\n{}{"model":"mock-chat","messages":[{"role":"user","content":"smuggled"}]}\r\n\r\n`, 1500);
+    const r = await raw(gw.port, `POST ${CHAT} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${gw.key}\r\nContent-Length: 2\r\n\r\n{}{"model":"mock-chat","messages":[{"role":"user","content":"smuggled"}]}\r\n\r\n`, 1500);
     expect(statusCodes(r.out)).toEqual([400]);
     expect(checkErrorBody(rawBodies(r.out)[0] ?? '', 'declared').code).toBe('invalid_request');
   });
 
   it('a malformed Content-Length (abc, -1, 1e3, 0x10, +5, 2^66) is refused: the connection is closed, nothing is served', async () => {
     for (const value of ['abc', '-1', '1e3', '0x10', '+5', '99999999999999999999']) {
-      const r = await raw(port, `POST ${CHAT} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Length: ${value}\r\n\r\n{}`, 2000);
+      const r = await raw(gw.port, `POST ${CHAT} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${gw.key}\r\nContent-Length: ${value}\r\n\r\n{}`, 2000);
       const statuses = statusCodes(r.out);
       // uWS refuses these before the gateway sees them (it closes); the gateway's own check answers 400 if one gets through.
       expect(statuses.every((s) => s === 400), `${value}: ${r.out.slice(0, 200)}`).toBe(true);
@@ -463,7 +447,7 @@ describe('hostile headers', () => {
   it('one 64 KiB header is refused (431 or a closed connection) and the gateway keeps serving', async () => {
     const results: string[] = [];
     for (const size of [64 * 1024, 200 * 1024]) {
-      const r = await raw(port, `GET /health/live HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(size)}\r\nConnection: close\r\n\r\n`, 3000);
+      const r = await raw(gw.port, `GET /health/live HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(size)}\r\nConnection: close\r\n\r\n`, 3000);
       results.push(`${size} bytes: statuses ${JSON.stringify(statusCodes(r.out))}, closed by server ${r.closedByServer} after ${r.ms.toFixed(0)} ms (${r.error ?? 'FIN'})`);
     }
     console.info(`[figures] oversized header: ${results.join('; ')}`);
@@ -473,7 +457,7 @@ describe('hostile headers', () => {
   it('200 headers are refused (431 or a closed connection) and other clients are served meanwhile', async () => {
     let headers = '';
     for (let i = 0; i < 200; i++) headers += `X-Header-${i}: v\r\n`;
-    const pending = raw(port, `GET /health/live HTTP/1.1\r\nHost: x\r\n${headers}\r\n`, 15_000);
+    const pending = raw(gw.port, `GET /health/live HTTP/1.1\r\nHost: x\r\n${headers}\r\n`, 15_000);
     // While that connection is pending, the gateway answers others.
     for (let i = 0; i < 5; i++) {
       const live = await gw.fetch('/health/live', { auth: false, signal: AbortSignal.timeout(1000) });
@@ -498,10 +482,10 @@ describe('hostile headers', () => {
     for (const [name, header] of variants) {
       for (const [method, path, extra] of [
         ['GET', '/health/live', ''],
-        ['POST', CHAT, `Authorization: Bearer ${key}\r\nContent-Length: ${chat('mock-chat').length}\r\n`],
+        ['POST', CHAT, `Authorization: Bearer ${gw.key}\r\nContent-Length: ${chat('mock-chat').length}\r\n`],
       ] as const) {
         const body = method === 'POST' ? chat('mock-chat') : '';
-        const r = await raw(port, `${method} ${path} HTTP/1.1\r\nHost: x\r\n${extra}${header}Connection: close\r\n\r\n${body}`, 600);
+        const r = await raw(gw.port, `${method} ${path} HTTP/1.1\r\nHost: x\r\n${extra}${header}Connection: close\r\n\r\n${body}`, 600);
         const heads = r.out.split('\r\n\r\n')[0] ?? '';
         seen.push(`${name} ${method}: ${JSON.stringify(statusCodes(r.out))} closed=${r.closedByServer} ${r.ms.toFixed(0)}ms`);
         expect(heads.toLowerCase(), name).not.toMatch(/^injected:/m);
@@ -530,13 +514,13 @@ describe('hostile headers', () => {
   it('any Content-Type (text/plain, multipart, form, image/png, none) is accepted: the body is parsed as JSON regardless', async () => {
     const body = chat('mock-chat');
     for (const type of ['text/plain', 'multipart/form-data; boundary=xyz', 'application/x-www-form-urlencoded', 'image/png', 'application/json; charset=iso-8859-1']) {
-      const res = await fetch(`${gw.url}${CHAT}`, { method: 'POST', body, headers: { authorization: `Bearer ${key}`, 'content-type': type } });
+      const res = await fetch(`${gw.url}${CHAT}`, { method: 'POST', body, headers: { authorization: `Bearer ${gw.key}`, 'content-type': type } });
       expect(res.status, type).toBe(200);
       expect(((await res.json()) as { object: string }).object, type).toBe('chat.completion');
     }
     // No Content-Type at all (node:http sends none unless told).
     const none = await new Promise<{ status: number; body: string }>((resolve, reject) => {
-      const req = http.request({ host: '127.0.0.1', port, path: CHAT, method: 'POST', agent: false, headers: { authorization: `Bearer ${key}`, 'content-length': Buffer.byteLength(body) } }, (res) => {
+      const req = http.request({ host: '127.0.0.1', port: gw.port, path: CHAT, method: 'POST', agent: false, headers: { authorization: `Bearer ${gw.key}`, 'content-length': Buffer.byteLength(body) } }, (res) => {
         let text = '';
         res.setEncoding('utf8');
         res.on('data', (c: string) => (text += c));
@@ -584,7 +568,7 @@ function send(method: string, path: string, body: Buffer, authorization: string 
   return new Promise((resolve, reject) => {
     const headers: Record<string, string | number> = { 'content-type': 'application/json', 'content-length': body.length };
     if (authorization !== null) headers.authorization = authorization;
-    const req = http.request({ host: '127.0.0.1', port, path, method, headers, agent, timeout: 10_000 }, (res) => {
+    const req = http.request({ host: '127.0.0.1', port: gw.port, path, method, headers, agent, timeout: 10_000 }, (res) => {
       const parts: Buffer[] = [];
       res.on('data', (c: Buffer) => parts.push(c));
       res.on('end', () => resolve({ status: res.statusCode ?? 0, contentType: String(res.headers['content-type'] ?? ''), body: Buffer.concat(parts).toString('utf8') }));
@@ -632,7 +616,7 @@ describe('property-based: random JSON and random bytes on every route', () => {
     const wrong = OTHER_METHODS.filter((m) => !allowed.includes(m as never));
     const method = input.wrongMethod ? (wrong[input.other % wrong.length] as string) : route.method;
     const path = route.path.replace(/\{[^}]+\}/g, encodeURIComponent(input.param));
-    const answer = await send(method, path, input.body, input.auth ? `Bearer ${key}` : null);
+    const answer = await send(method, path, input.body, input.auth ? `Bearer ${gw.key}` : null);
     const tallyKey = `${route.method} ${route.path}`;
     const counts = tally.get(tallyKey) ?? new Map<number, number>();
     counts.set(answer.status, (counts.get(answer.status) ?? 0) + 1);

@@ -3,10 +3,10 @@
  * over an in-thread channel. Everything a worker thread does still works.
  */
 import { describe, expect, it } from 'vitest';
-import { useGatewayWithUpstream } from './support/gateway.js';
+import { useGateway } from './support/gateway.js';
 
 describe('inline mode (GATEWAY_WORKERS=0)', () => {
-  const { gw, upstream } = useGatewayWithUpstream(() => ({ workers: 0 }));
+  const { gw, upstream } = useGateway({ gateway: { workers: 0 } });
 
   it('serves chat, streams and embeddings without worker threads', async () => {
     const client = gw.client();

@@ -18,7 +18,7 @@
  *    pipelined behind it gets the connection closed, unanswered.
  */
 import { describe, expect, it } from 'vitest';
-import { useGatewayWithUpstream } from './support/gateway.js';
+import { useGateway } from './support/gateway.js';
 import { raw, statusCodes, type RawResult } from './support/raw-http.js';
 
 const CHAT = '/v1/chat/completions';
@@ -29,7 +29,7 @@ const IDLE_CLOSE_MS = { min: 7_800, max: 13_000 };
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('known limits of the installed uWS build', () => {
-  const { gw, upstream } = useGatewayWithUpstream();
+  const { gw, upstream } = useGateway();
 
   /** A chat request to the upstream-backed alias whose message is `marker`, with `fields` header fields in all. */
   function chat(marker: string, fields: number, extra = '', connection = 'close'): string {

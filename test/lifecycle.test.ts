@@ -1,28 +1,25 @@
 /**
  * Graceful drain (SIGTERM) and reload (SIGHUP) of the real process:
- * `node dist/src/main.js` with its own config file, signals sent for real.
+ * `node dist/server.js` (spawnGateway) with its own config file, signals sent for real.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { serverEntry, settingsFreeEnv } from './support/start-command.js';
 import { afterEach, describe, expect, it } from 'vitest';
+import { spawnGateway, type GatewayProcess, type LogLine } from './support/gateway-process.js';
 
-const ROOT = join(import.meta.dirname, '..');
 const KEY = 'sk-lifecycle-test-key';
 
 interface Proc {
-  child: ChildProcess;
+  child: GatewayProcess['child'];
   port: number;
-  lines: Array<Record<string, unknown>>;
+  readonly lines: LogLine[];
   exit: Promise<number | null>;
-  startedAt: number;
 }
 
-const running: ChildProcess[] = [];
+const running: GatewayProcess[] = [];
 afterEach(() => {
-  for (const child of running.splice(0)) if (child.exitCode === null) child.kill('SIGKILL');
+  for (const { child } of running.splice(0)) if (child.exitCode === null) child.kill('SIGKILL');
 });
 
 function writeConfig(dir: string, yaml: string): string {
@@ -31,36 +28,19 @@ function writeConfig(dir: string, yaml: string): string {
   return file;
 }
 
+/** The built server on `configFile` with one worker; resolves the moment its `listening` line is read. */
 async function startProcess(configFile: string, env: Record<string, string>): Promise<Proc> {
-  const child = spawn(process.execPath, [serverEntry(ROOT)], {
-    cwd: ROOT,
-    env: { ...settingsFreeEnv(), GATEWAY_CONFIG: configFile, GATEWAY_API_KEY: KEY, PORT: '0', HOST: '127.0.0.1', GATEWAY_WORKERS: '1', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  running.push(child);
-  const lines: Array<Record<string, unknown>> = [];
-  const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const startedAt = performance.now();
-  const port = await new Promise<number>((resolve, reject) => {
-    let buffer = '';
-    child.stdout!.on('data', (chunk: Buffer) => {
-      buffer += chunk.toString();
-      let nl: number;
-      while ((nl = buffer.indexOf('\n')) !== -1) {
-        const line = buffer.slice(0, nl);
-        buffer = buffer.slice(nl + 1);
-        try {
-          const parsed = JSON.parse(line) as Record<string, unknown>;
-          lines.push(parsed);
-          if (parsed.event === 'listening') resolve(parsed.port as number);
-        } catch {
-          // not a log line
-        }
-      }
-    });
-    child.once('exit', (code) => reject(new Error(`exited ${code} before listening`)));
-  });
-  return { child, port, lines, exit, startedAt };
+  const p = spawnGateway({ env: { GATEWAY_CONFIG: configFile, GATEWAY_API_KEY: KEY, GATEWAY_WORKERS: '1', ...env } });
+  running.push(p);
+  const { port } = await p.listening();
+  return {
+    child: p.child,
+    port: port as number,
+    get lines() {
+      return p.lines();
+    },
+    exit: p.exit.then(({ code }) => code),
+  };
 }
 
 const chatBody = (model: string, stream: boolean) => JSON.stringify({ model, stream, messages: [{ role: 'user', content: 'drain me' }] });
@@ -234,6 +214,19 @@ model_list:
       p.child.kill('SIGKILL');
       await p.exit;
     }
+  });
+
+  it('a reload that changes server.workers warns that it needs a restart, and /status keeps the mode the pool runs', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'switchyard-reload-'));
+    const file = writeConfig(dir, `server: { workers: 1 }\n${yaml('sized')}`);
+    const p = await startProcess(file, { GATEWAY_WORKERS: '' }); // the file decides
+    const mode = async () => ((await (await fetch(`http://127.0.0.1:${p.port}/status`)).json()) as { worker_mode: unknown }).worker_mode;
+    expect(await mode()).toMatchObject({ workers: 1, reason: 'config', description: '1 worker: server.workers' });
+    writeConfig(dir, `server: { workers: 3 }\n${yaml('sized')}`);
+    p.child.kill('SIGHUP');
+    await waitFor(() => p.lines.some((l) => l.event === 'config_reloaded'));
+    expect(p.lines.filter((l) => l.event === 'reload_needs_restart').map((l) => l.setting)).toEqual(['workers']);
+    expect(await mode()).toMatchObject({ workers: 1, reason: 'config', description: '1 worker: server.workers' });
   });
 
   it('keeps the old config and logs an error when the new file does not validate', async () => {

@@ -3,12 +3,12 @@
  * `models.retrieve`, which was 404 `route_not_found`.
  */
 import { NotFoundError, AuthenticationError } from 'openai';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestGateway, type TestGateway } from './support/gateway.js';
+import { describe, expect, it } from 'vitest';
+import { useGateway } from './support/gateway.js';
 
-let gw: TestGateway;
-beforeAll(async () => {
-  gw = await startTestGateway({
+const { gw } = useGateway({
+  upstreams: 0,
+  gateway: {
     workers: 0,
     yaml: `
 model_list:
@@ -21,9 +21,8 @@ route_rules:
     models: ["gpt-*"]
     params: { api_base: http://127.0.0.1:9/v1, api_key: sk-x }
 `,
-  });
+  },
 });
-afterAll(() => gw.close());
 
 describe('GET /v1/models/{model}', () => {
   it('the SDK retrieves an alias as the list shows it, a slash in the name included', async () => {

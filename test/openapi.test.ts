@@ -10,6 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { ERROR_TYPE, ERRORS, errorBody, isErrorCode } from '../protocol/errors.ts';
 import { ROUTES, type RouteKind, type RouteSpec } from '../src/front/routes.ts';
+import { WORKER_REASONS, workerModeReport } from '../src/config/workers.ts';
 
 type Obj = Record<string, unknown>;
 
@@ -187,6 +188,19 @@ describe('openapi.yaml', () => {
       const info = obj(DOC.info, 'info');
       expect(info.title).toBe('Switchyard');
       expect(info.version).toBe(PKG.version);
+    });
+  });
+
+  describe('GatewayStatus', () => {
+    it('worker_mode is exactly what /status and the listening line print (src/config/workers.ts)', () => {
+      const schemas = obj(obj(DOC.components, 'components').schemas, 'schemas');
+      const status = obj(obj(schemas.GatewayStatus, 'GatewayStatus').properties, 'GatewayStatus.properties');
+      const mode = obj(deref(DOC, status.worker_mode), 'worker_mode');
+      const fields = Object.keys(workerModeReport({ workers: 0, reason: 'cpus', cpus: 1 })).sort();
+      expect(Object.keys(obj(mode.properties, 'WorkerMode.properties')).sort()).toEqual(fields);
+      expect([...(mode.required as string[])].sort()).toEqual(fields);
+      expect(mode.additionalProperties).toBe(false);
+      expect(obj(obj(mode.properties, 'WorkerMode.properties').reason, 'reason').enum).toEqual([...WORKER_REASONS]);
     });
   });
 

@@ -3,8 +3,8 @@
  * once with 503 `overloaded` and Retry-After, instead of queueing without
  * bound; capacity comes back as calls finish.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestGateway, type TestGateway } from './support/gateway.js';
+import { describe, expect, it } from 'vitest';
+import { useGateway, type TestGateway } from './support/gateway.js';
 
 const yaml = `
 model_list:
@@ -18,13 +18,7 @@ const chat = (gw: TestGateway, model: string) =>
   gw.fetch('/v1/chat/completions', { method: 'POST', body: JSON.stringify({ model, messages: [{ role: 'user', content: 'x' }] }) });
 
 describe('overload', () => {
-  let gw: TestGateway;
-  beforeAll(async () => {
-    gw = await startTestGateway({ yaml, env: { GATEWAY_MAX_IN_FLIGHT: '4' } });
-  });
-  afterAll(async () => {
-    await gw.close();
-  });
+  const { gw } = useGateway({ upstreams: 0, gateway: { yaml, env: { GATEWAY_MAX_IN_FLIGHT: '4' } } });
 
   it('answers 503 overloaded with Retry-After at once past max_in_flight, then recovers', async () => {
     const slow = Array.from({ length: 4 }, () => chat(gw, 'slow'));

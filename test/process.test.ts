@@ -1,75 +1,26 @@
 /**
  * The built server as a process (CONTRACT.md: Start, Environment, Config
- * file): `node dist/src/main.js` with a scrubbed environment, its stdout
+ * file): `node dist/server.js` (spawnGateway) with a scrubbed environment, its stdout
  * parsed as pino JSON lines.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { freePort, serverEntry, settingsFreeEnv } from './support/start-command.js';
+import { join } from 'node:path';
 import OpenAI from 'openai';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { spawnGateway, type GatewayProcess, type LogLine } from './support/gateway-process.js';
+import { freePort } from './support/start-command.js';
 
-const ROOT = resolve(import.meta.dirname, '..');
-const MAIN = serverEntry(ROOT);
 /** "Within a few seconds of start". */
 const PROMPT_MS = 5_000;
 
-type LogLine = Record<string, unknown>;
+const running: GatewayProcess[] = [];
 
-interface Proc {
-  readonly child: ChildProcess;
-  readonly startedAt: number;
-  stdout(): string;
-  stderr(): string;
-  /** Complete stdout lines, parsed; a line that is not JSON becomes `{ __raw: line }`. */
-  lines(): LogLine[];
-  exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  exited(): boolean;
-}
-
-const running: Proc[] = [];
-
-function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  return { ...settingsFreeEnv(), HOST: '127.0.0.1', GATEWAY_WORKERS: '2', GATEWAY_DRAIN_DELAY: '0', ...extra };
-}
-
-function start(extra: Record<string, string>): Proc {
-  let out = '';
-  let err = '';
-  let done = false;
-  const child = spawn(process.execPath, [MAIN], { cwd: ROOT, env: childEnv(extra), stdio: ['ignore', 'pipe', 'pipe'] });
-  child.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
-  child.stderr!.setEncoding('utf8').on('data', (d: string) => (err += d));
-  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) =>
-    child.on('exit', (code, signal) => {
-      done = true;
-      res({ code, signal });
-    }),
-  );
-  const proc: Proc = {
-    child,
-    startedAt: Date.now(),
-    stdout: () => out,
-    stderr: () => err,
-    lines: () =>
-      out
-        .split('\n')
-        .slice(0, -1)
-        .filter((l) => l.trim() !== '')
-        .map((l) => {
-          try {
-            return JSON.parse(l) as LogLine;
-          } catch {
-            return { __raw: l };
-          }
-        }),
-    exit,
-    exited: () => done,
-  };
-  running.push(proc);
-  return proc;
+/** The built server with two workers and no drain delay, then `extra`. */
+function start(extra: Record<string, string>): GatewayProcess {
+  const p = spawnGateway({ env: { GATEWAY_WORKERS: '2', GATEWAY_DRAIN_DELAY: '0', ...extra } });
+  running.push(p);
+  return p;
 }
 
 /** Resolves with the first truthy value of `probe`, or rejects after `ms` with `what`. */
@@ -98,7 +49,7 @@ async function live(port: number, path = '/health/live'): Promise<boolean> {
   }
 }
 
-function listeningLine(p: Proc): LogLine | undefined {
+function listeningLine(p: GatewayProcess): LogLine | undefined {
   return p.lines().find((l) => l.event === 'listening');
 }
 
@@ -116,21 +67,8 @@ function keyFrom(line: LogLine): string {
 
 const tmp = mkdtempSync(join(tmpdir(), 'switchyard-proc-'));
 
-beforeAll(() => {
-  if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run "npm run build" first`);
-});
-
 afterEach(async () => {
-  for (const p of running.splice(0)) {
-    if (p.exited()) continue;
-    p.child.kill('SIGTERM');
-    try {
-      await withTimeout(p.exit, 5_000, 'exit after SIGTERM');
-    } catch {
-      p.child.kill('SIGKILL');
-      await p.exit;
-    }
-  }
+  for (const p of running.splice(0)) await p.stop(5_000);
 });
 
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));

@@ -1,7 +1,7 @@
 // The profiler (`npm run profile`) reads CPU profiles of the bundles npm start runs; "CPU by
 // package" needs each frame named by the file it was bundled from. unbundle() does that through
 // the bundles' source maps, checked here on the real bundles that `npm test` builds.
-import { readFileSync } from 'node:fs';
+import { readFileSync, realpathSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -33,8 +33,11 @@ function positionOf(file: string, text: string): { lineNumber: number; columnNum
 /** The 0-based line of `text` in a source file. */
 const sourceLine = (file: string, text: string) => positionOf(file, text).lineNumber;
 
+/** V8 names a module by its real path: dist is a symlink to the build, dist-builds/<id> (tools/build.mjs). */
+const realUrl = (file: string) => pathToFileURL(realpathSync(join(root, file))).href;
+
 function frameAt(id: number, functionName: string, file: string, text: string): ProfileNode {
-  return { id, callFrame: { functionName, url: pathToFileURL(join(root, file)).href, ...positionOf(file, text) } };
+  return { id, callFrame: { functionName, url: realUrl(file), ...positionOf(file, text) } };
 }
 
 describe('unbundle: CPU profile frames of the bundles named by their sources', () => {
@@ -42,7 +45,7 @@ describe('unbundle: CPU profile frames of the bundles named by their sources', (
     const front = frameAt(2, 'workerEntryPath', 'dist/server.js', 'function workerEntryPath(');
     const worker = frameAt(3, 'checkCompatible', 'dist/worker/entry.js', 'function checkCompatible(');
     const internal: ProfileNode = { id: 4, callFrame: { functionName: 'writeBuffer', url: '', lineNumber: -1, columnNumber: -1 } };
-    const library: ProfileNode = { id: 5, callFrame: { functionName: 'x', url: pathToFileURL(join(root, 'dist/src/index.js')).href, lineNumber: 3, columnNumber: 0 } };
+    const library: ProfileNode = { id: 5, callFrame: { functionName: 'x', url: realUrl('dist/src/index.js'), lineNumber: 3, columnNumber: 0 } };
     const rootNode: ProfileNode = { id: 1, callFrame: { functionName: '(root)', url: '', lineNumber: -1, columnNumber: -1 }, children: [2, 3, 4, 5] };
     const profile = { nodes: [rootNode, front, worker, internal, library], startTime: 0, endTime: 1, samples: [2, 3], timeDeltas: [0, 1] };
 

@@ -5,11 +5,11 @@
  * provider 4xx pass-through, the 502 family, missing credentials.
  */
 import http from 'node:http';
-import net from 'node:net';
 import OpenAI from 'openai';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
-import { TEST_KEY, UPSTREAM_KEY, startTestGateway, useGatewayWithUpstream, type TestGateway } from './support/gateway.js';
+import { describe, expect, it } from 'vitest';
+import type { FakeUpstream } from './support/fake-upstream.js';
+import { TEST_KEY, UPSTREAM_KEY, useGateway, type TestGateway } from './support/gateway.js';
+import { freePort } from './support/start-command.js';
 
 // ---- helpers ---------------------------------------------------------------
 
@@ -37,15 +37,6 @@ async function expectStillServing(gw: TestGateway, upstream: FakeUpstream): Prom
 function words(s: string): number {
   const t = s.trim();
   return t === '' ? 0 : t.split(/\s+/).length;
-}
-
-/** A port on 127.0.0.1 that nothing listens on (bound, then released). */
-async function closedPort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as net.AddressInfo).port;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 /** A chat body of exactly `bytes` bytes (ASCII), for limit boundaries. */
@@ -102,7 +93,7 @@ function upstreamYamlEntry(name: string, upstreamUrl: string, extra = ''): strin
 // ---- the default config: forwarding, routing, validation, 4xx -------------
 
 describe('proxy: forwarding, routing and validation (default config)', () => {
-  const { gw, upstream } = useGatewayWithUpstream();
+  const { gw, upstream } = useGateway();
 
   it('1. chat (non-streamed, SDK) to up-chat returns the provider answer and forwards the body with only model rewritten', async () => {
     const unicode = 'Grüße, 世界! 👋🏽 e\u0301 \u2028 "quoted" \\ back';
@@ -295,7 +286,7 @@ describe('proxy: forwarding, routing and validation (default config)', () => {
 // ---- request body limit -----------------------------------------------------
 
 describe('proxy: request body limit (GATEWAY_MAX_BODY_BYTES=1024)', () => {
-  const { gw, upstream } = useGatewayWithUpstream(() => ({ env: { GATEWAY_MAX_BODY_BYTES: '1024' } }));
+  const { gw, upstream } = useGateway({ gateway: { env: { GATEWAY_MAX_BODY_BYTES: '1024' } } });
 
   it('5. 413 body_too_large over the limit (Content-Length and chunked); bodies up to the limit pass', async () => {
     // Just under and exactly at the limit: forwarded.
@@ -333,12 +324,10 @@ describe('proxy: request body limit (GATEWAY_MAX_BODY_BYTES=1024)', () => {
 // ---- the 502 family, credentials --------------------------------------------
 
 describe('proxy: upstream failures (502) and missing credentials (503)', () => {
-  let upstream: FakeUpstream;
-  let gw: TestGateway;
-  beforeAll(async () => {
-    upstream = await startFakeUpstream();
-    const deadPort = await closedPort();
-    const yaml = `
+  const { gw, upstream } = useGateway({
+    gateway: async (upstream) => {
+      const deadPort = await freePort();
+      const yaml = `
 model_list:${upstreamYamlEntry('up-chat', upstream.url)}${upstreamYamlEntry('hdr-chat', upstream.url, ', headers_timeout: 0.3')}${upstreamYamlEntry('idle-chat', upstream.url, ', idle_timeout: 0.2')}${upstreamYamlEntry('total-chat', upstream.url, ', timeout: 0.5')}
   - model_name: refused-chat
     params: { model: openai/fake-model, api_base: http://127.0.0.1:${deadPort}/v1, api_key: ${UPSTREAM_KEY} }
@@ -347,13 +336,9 @@ model_list:${upstreamYamlEntry('up-chat', upstream.url)}${upstreamYamlEntry('hdr
 limits:
   max_response_body_bytes: 10000
 `;
-    gw = await startTestGateway({ upstream, yaml });
+      return { yaml };
+    },
   });
-  afterAll(async () => {
-    await gw?.close();
-    await upstream?.close();
-  });
-  beforeEach(() => upstream.reset());
 
   const chat = (model = 'up-chat'): Promise<Response> =>
     gw.fetch('/v1/chat/completions', { method: 'POST', body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }] }) });
@@ -373,7 +358,7 @@ limits:
       });
       return { res, elapsed: performance.now() - t0 };
     } catch (err) {
-      if ((err as Error).name === 'TimeoutError') throw new Error(`the gateway did not answer within 5 s for ${model}`);
+      if ((err as Error).name === 'TimeoutError') throw new Error(`the gateway did not answer within 5 s for ${model}`, { cause: err });
       throw err;
     }
   };

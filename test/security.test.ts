@@ -11,8 +11,7 @@
 import http from 'node:http';
 import net from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
-import { startTestGateway, type TestGateway } from './support/gateway.js';
+import { useGateway } from './support/gateway.js';
 
 const CHAT = '/v1/chat/completions';
 const EMBED = '/v1/embeddings';
@@ -46,23 +45,26 @@ async function record(res: Response, label: string): Promise<{ status: number; t
   return { status: res.status, text, headers: res.headers };
 }
 
-let upstream: FakeUpstream;
-let gw: TestGateway;
-let port: number;
 /** A server the model names point at: it must never see a connection. */
 let sentinel: net.Server;
 let sentinelPort: number;
 let sentinelConnections = 0;
 
 beforeAll(async () => {
-  upstream = await startFakeUpstream();
   sentinel = net.createServer((s) => {
     sentinelConnections++;
     s.destroy();
   });
   await new Promise<void>((resolve) => sentinel.listen(0, '127.0.0.1', resolve));
   sentinelPort = (sentinel.address() as net.AddressInfo).port;
-  const yaml = `
+});
+
+afterAll(() => new Promise<void>((resolve) => sentinel?.close(() => resolve())));
+
+const { gw, upstream } = useGateway({
+  resetUpstreams: false,
+  gateway: (upstream) => ({
+    yaml: `
 model_list:
   - model_name: up-chat
     params: { model: openai/fake-model, api_base: ${upstream.url}, api_key: "${PROVIDER_KEY}" }
@@ -76,16 +78,13 @@ route_rules:
   - provider: openai
     models: ["*"]
     params: { api_base: ${upstream.url}, api_key: "${PROVIDER_KEY}" }
-`;
-  gw = await startTestGateway({ upstream, yaml, env: { GATEWAY_API_KEY: GATEWAY_KEY, GATEWAY_MAX_BODY_BYTES: String(64 * 1024) } });
-  port = gw.gateway.port;
-  expect(gw.key).toBe(GATEWAY_KEY);
+`,
+    env: { GATEWAY_API_KEY: GATEWAY_KEY, GATEWAY_MAX_BODY_BYTES: String(64 * 1024) },
+  }),
 });
 
-afterAll(async () => {
-  await gw?.close();
-  await upstream?.close();
-  await new Promise<void>((resolve) => sentinel?.close(() => resolve()));
+beforeAll(() => {
+  expect(gw.key).toBe(GATEWAY_KEY);
 });
 
 afterEach(async () => {
@@ -191,7 +190,7 @@ describe('model names cannot steer requests', () => {
     for (const path of paths) {
       // node:http sends the path as written (fetch would normalise the dot segments first).
       const res = await new Promise<{ status: number; body: string }>((resolve, reject) => {
-        const req = http.request({ host: '127.0.0.1', port, path, method: 'GET', agent: false, headers: { authorization: `Bearer ${GATEWAY_KEY}` } }, (r) => {
+        const req = http.request({ host: '127.0.0.1', port: gw.port, path, method: 'GET', agent: false, headers: { authorization: `Bearer ${GATEWAY_KEY}` } }, (r) => {
           let body = '';
           r.setEncoding('utf8');
           r.on('data', (c: string) => (body += c));
@@ -317,7 +316,7 @@ describe('no key or provider credential in any output', () => {
     upstream.behaveOnce({ kind: 'stream-endless', intervalMs: 10 });
     await new Promise<void>((resolve) => {
       const body = chatBody('up-chat', { stream: true });
-      const req = http.request({ host: '127.0.0.1', port, path: CHAT, method: 'POST', agent: false, headers: { authorization: `Bearer ${GATEWAY_KEY}`, 'content-length': Buffer.byteLength(body) } }, (res) => {
+      const req = http.request({ host: '127.0.0.1', port: gw.port, path: CHAT, method: 'POST', agent: false, headers: { authorization: `Bearer ${GATEWAY_KEY}`, 'content-length': Buffer.byteLength(body) } }, (res) => {
         res.once('data', () => {
           req.destroy();
           resolve();
@@ -329,7 +328,7 @@ describe('no key or provider credential in any output', () => {
     await upstream.waitFor(() => upstream.openRequests() === 0, 2000);
     // An oversized header line carrying the key.
     await new Promise<void>((resolve) => {
-      const s = net.connect(port, '127.0.0.1');
+      const s = net.connect(gw.port, '127.0.0.1');
       let out = '';
       s.on('data', (d: Buffer) => (out += d.toString('latin1')));
       s.on('error', () => undefined);

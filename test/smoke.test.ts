@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { useGatewayWithUpstream } from './support/gateway.js';
+import { useGateway } from './support/gateway.js';
 
 describe('smoke: the openai SDK through the gateway', () => {
-  const { gw, upstream } = useGatewayWithUpstream();
+  const { gw, upstream } = useGateway();
 
   it('chat through an upstream alias rewrites model and returns the provider answer', async () => {
     const out = await gw.client().chat.completions.create({ model: 'up-chat', messages: [{ role: 'user', content: 'hi there' }] });

@@ -7,7 +7,7 @@ import http from 'node:http';
 import type { IncomingHttpHeaders } from 'node:http';
 import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
-import { defaultYaml, type TestGateway, useGatewayWithUpstream } from './support/gateway.js';
+import { defaultYaml, type TestGateway, useGateway } from './support/gateway.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -143,7 +143,7 @@ function expectSingleErrorEvent(r: RawResult): ErrorEvent['error'] {
 }
 
 describe('streaming through the gateway', () => {
-  const { gw, upstream } = useGatewayWithUpstream();
+  const { gw, upstream } = useGateway();
   afterEach(async () => {
     // Nothing left behind: no upstream request open, no call in flight in the pool.
     await upstream.waitFor(() => upstream.openRequests() === 0, 3000);
@@ -367,7 +367,7 @@ describe('streaming through the gateway', () => {
 });
 
 describe('stream keep-alive comments (server.stream_keepalive_interval: 0.1)', () => {
-  const { gw, upstream } = useGatewayWithUpstream((upstream) => ({ yaml: `${defaultYaml(upstream)}\nserver:\n  stream_keepalive_interval: 0.1\n` }));
+  const { gw, upstream } = useGateway({ gateway: (upstream) => ({ yaml: `${defaultYaml(upstream)}\nserver:\n  stream_keepalive_interval: 0.1\n` }) });
 
   it('sends ": keepalive" comments every ~0.1 s while no chunk flows, and the stream still parses', async () => {
     expect(gw.config.streamKeepaliveMs).toBe(100);
@@ -413,7 +413,7 @@ describe('stream keep-alive comments (server.stream_keepalive_interval: 0.1)', (
 });
 
 describe('backpressure and cancellation', () => {
-  const { gw, upstream } = useGatewayWithUpstream();
+  const { gw, upstream } = useGateway();
 
   const stats = () => gw.gateway.context.pool.stats();
 

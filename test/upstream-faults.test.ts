@@ -3,19 +3,11 @@
  * SSE error event once a stream has started), the call's slot freed, no
  * upstream request left open, and the next burst served at full speed.
  */
-import net from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { ErrorCode } from '../protocol/errors.js';
-import { startFakeUpstream, type Behaviour, type FakeUpstream } from './support/fake-upstream.js';
-import { startTestGateway, type TestGateway } from './support/gateway.js';
-
-async function closedPort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
+import type { Behaviour } from './support/fake-upstream.js';
+import { useGateway } from './support/gateway.js';
+import { freePort } from './support/start-command.js';
 
 interface Fault {
   readonly name: string;
@@ -48,14 +40,13 @@ const FAULTS: readonly Fault[] = [
 ];
 
 describe('upstream faults', () => {
-  let upstream: FakeUpstream;
-  let gw: TestGateway;
-  beforeAll(async () => {
-    upstream = await startFakeUpstream();
-    const dead = await closedPort();
-    const timeouts = 'headers_timeout: 0.3, idle_timeout: 0.3, timeout: 5';
-    gw = await startTestGateway({
-      yaml: `
+  const { gw, upstream } = useGateway({
+    resetUpstreams: false,
+    gateway: async (upstream) => {
+      const dead = await freePort();
+      const timeouts = 'headers_timeout: 0.3, idle_timeout: 0.3, timeout: 5';
+      return {
+        yaml: `
 model_list:
   - model_name: faulty
     params: { model: openai/fake-model, api_base: ${upstream.url}, api_key: k, ${timeouts} }
@@ -64,11 +55,8 @@ model_list:
 limits:
   max_response_body_bytes: 100000
 `,
-    });
-  });
-  afterAll(async () => {
-    await gw.close();
-    await upstream.close();
+      };
+    },
   });
 
   const body = (model: string, stream: boolean) => JSON.stringify({ model, stream, messages: [{ role: 'user', content: 'fault' }] });

@@ -7,7 +7,7 @@
  */
 import { request as httpRequest, Agent } from 'node:http';
 import { describe, expect, it } from 'vitest';
-import { useGatewayWithUpstream, type TestGateway } from './support/gateway.js';
+import { useGateway, type TestGateway } from './support/gateway.js';
 
 const BYTES = 16 * 1024 * 1024;
 
@@ -33,7 +33,7 @@ function slowChat(gw: TestGateway, agent: Agent, pauseMs: number): Promise<{ sta
 
 for (const workers of [0, 1]) {
   describe(`a 16 MiB answer read slowly (${workers === 0 ? 'inline' : 'one worker thread'})`, () => {
-    const { gw, upstream } = useGatewayWithUpstream(() => ({ workers }));
+    const { gw, upstream } = useGateway({ gateway: { workers } });
 
     it('arrives whole and in order under its Content-Length, and the connection serves the next request', async () => {
       const agent = new Agent({ keepAlive: true, maxSockets: 1 });

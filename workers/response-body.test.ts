@@ -128,3 +128,141 @@ describe('usageValueAt', () => {
     );
   });
 });
+
+/** JSON text with `space()` between every two tokens: the whitespace variants a provider (or a pretty-printer) may send. */
+function serialize(value: unknown, space: () => string): string {
+  if (Array.isArray(value)) return `[${space()}${value.map((v) => serialize(v, space)).join(`${space()},${space()}`)}${space()}]`;
+  if (value !== null && typeof value === 'object') {
+    const members = Object.entries(value).map(([k, v]) => `${JSON.stringify(k)}${space()}:${space()}${serialize(v, space)}`);
+    return `{${space()}${members.join(`${space()},${space()}`)}${space()}}`;
+  }
+  return JSON.stringify(value);
+}
+
+/** The record's keys in any order. */
+const anyOrder = <T extends Record<string, unknown>>(record: fc.Arbitrary<T>): fc.Arbitrary<T> =>
+  record.chain((r) => fc.shuffledSubarray(Object.keys(r), { minLength: Object.keys(r).length }).map((keys) => Object.fromEntries(keys.map((k) => [k, r[k]])) as T));
+
+describe('usage of any body, large or small', () => {
+  // Text that is hard on a byte scan: braces, quotes, escaped quotes, backslashes, the key itself, multi-byte characters.
+  const fragment = fc.constantFrom('{', '}', '[', ']', '"', '\\', '\\"', '"usage"', '"usage":{"prompt_tokens":7}', 'usage', '}}"', ':', ',', ' ', '\n', 'é', '😀', 'plain text ');
+  const text = fc.array(fragment, { maxLength: 24 }).map((parts) => parts.join(''));
+  const tokens = fc.nat({ max: 2_000_000 });
+  // As OpenAI sends it: counts and nested details objects, keys in any order; sometimes null or absent.
+  const usage = anyOrder(
+    fc.record(
+      {
+        prompt_tokens: tokens,
+        completion_tokens: tokens,
+        total_tokens: tokens,
+        prompt_tokens_details: anyOrder(fc.record({ cached_tokens: tokens, audio_tokens: tokens }, { requiredKeys: [] })),
+        completion_tokens_details: anyOrder(fc.record({ reasoning_tokens: tokens, audio_tokens: tokens, accepted_prediction_tokens: tokens, rejected_prediction_tokens: tokens }, { requiredKeys: [] })),
+        // A provider's own string member, with braces and escaped quotes inside the usage object.
+        x_note: text,
+      },
+      { requiredKeys: [] },
+    ),
+  );
+  // Around and above FULL_CHECK_BYTES (64 KiB) most of the time, small otherwise.
+  const padLength = fc.oneof(fc.nat({ max: 2_000 }), fc.integer({ min: 60_000, max: 70_000 }), fc.integer({ min: 70_000, max: 160_000 }));
+  const body = fc
+    .record({
+      op: fc.constantFrom('chat' as const, 'embeddings' as const),
+      usage: fc.option(fc.oneof(usage, fc.constant(null)), { nil: undefined, freq: 3 }),
+      text,
+      idText: text,
+      padLength,
+      // A "usage" that is not the top-level one: in a nested object, in a choice, and as a string value.
+      nested: fc.option(usage, { nil: undefined, freq: 2 }),
+      inChoice: fc.option(usage, { nil: undefined, freq: 2 }),
+      note: fc.option(fc.constant('usage'), { nil: undefined, freq: 2 }),
+      order: fc.nat(),
+      spaces: fc.array(fc.constantFrom('', '', ' ', '\n', '\t', '\r\n', '  '), { minLength: 1, maxLength: 8 }),
+      around: fc.constantFrom('', ' ', '\n', '\r\n  '),
+    })
+    .map(({ op, usage: u, text: t, idText, padLength: n, nested, inChoice, note, order, spaces, around }) => {
+      const content = `${t}${(t || 'x').repeat(Math.ceil(n / Math.max(1, t.length))).slice(0, n)}`;
+      const items =
+        op === 'chat'
+          ? [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop', ...(inChoice && { usage: inChoice }) }]
+          : [{ object: 'embedding', index: 0, embedding: [0.25, -1.5e-7], text: content, ...(inChoice && { usage: inChoice }) }];
+      const members: Array<[string, unknown]> = [
+        ['id', `chatcmpl-${idText}`],
+        ['object', op === 'chat' ? 'chat.completion' : 'list'],
+        [op === 'chat' ? 'choices' : 'data', items],
+        ...(u !== undefined ? [['usage', u] as [string, unknown]] : []),
+        ...(nested ? [['metadata', { usage: nested }] as [string, unknown]] : []),
+        ...(note ? [['note', note] as [string, unknown]] : []),
+        ['system_fingerprint', 'fp_}"'],
+      ];
+      // Usage before or after the array, or anywhere: rotate the members.
+      const k = order % members.length;
+      const json = Object.fromEntries([...members.slice(k), ...members.slice(0, k)]);
+      let next = 0;
+      const text = `${around}${serialize(json, () => spaces[next++ % spaces.length] as string)}${around}`;
+      // A counterexample is reported by its size and ends, not 160 KB of padding.
+      return { op, text, [fc.toStringMethod]: () => `${op} body of ${text.length} chars: ${text.length > 900 ? `${text.slice(0, 300)} … ${text.slice(-600)}` : text}` };
+    });
+
+  it('counts what JSON.parse(body).usage holds, or no usage, however the body is cut (fast-check)', () => {
+    let large = 0;
+    let counted = 0;
+    fc.assert(
+      fc.property(body, fc.array(fc.nat(), { maxLength: 6 }), ({ op, text }, cuts) => {
+        const bytes = new TextEncoder().encode(text);
+        if (bytes.length > FULL_CHECK_BYTES) large++;
+        const expected = usageOf(JSON.parse(text));
+        if (expected !== null) counted++;
+        const at = cuts.map((c) => c % (bytes.length + 1));
+        expect(checkCompatible(op, cut(bytes, at)), `${bytes.length} bytes cut at ${at.join(',')}`).toEqual(expected);
+      }),
+      // Shrinking 100 KB bodies can take minutes: stop at 30 s with the smallest counterexample found by then.
+      { numRuns: 600, interruptAfterTimeLimit: 30_000, markInterruptAsFailure: true },
+    );
+    // The property held for bodies of both paths, with and without usage.
+    expect(large).toBeGreaterThan(250);
+    expect(counted).toBeGreaterThan(150);
+  });
+});
+
+describe('usage of a reply over 64 KiB (issue 21, point 8)', () => {
+  const details =
+    '{"prompt_tokens":12,"completion_tokens":34,"total_tokens":46,"prompt_tokens_details":{"cached_tokens":0,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":5,"audio_tokens":0,"accepted_prediction_tokens":0,"rejected_prediction_tokens":0}}';
+  const choices = (content = 'x'.repeat(70_000)) => `[{"index":0,"message":{"role":"assistant","content":${JSON.stringify(content)}},"finish_reason":"stop"}]`;
+
+  it('is counted when usage holds nested details objects, as OpenAI sends them (the first "}" is not its end)', () => {
+    const body = `{"id":"chatcmpl-1","object":"chat.completion","choices":${choices()},"usage":${details},"service_tier":"default","system_fingerprint":"fp_1"}`;
+    expect(body.length).toBeGreaterThan(FULL_CHECK_BYTES);
+    expect(checkCompatible('chat', enc(body))).toEqual({ prompt: 12, completion: 34 });
+    // The same reply under 64 KiB, parsed whole, counts the same.
+    expect(checkCompatible('chat', enc(body.replace(/x{70000}/, 'x')))).toEqual({ prompt: 12, completion: 34 });
+  });
+
+  // Layouts the property test meets only now and then, each against JSON.parse.
+  const layouts: Array<[string, string, ReturnType<typeof usageOf>]> = [
+    ['usage before the array', `{"usage":${details},"choices":${choices()}}`, { prompt: 12, completion: 34 }],
+    ['a "usage" string value after it', `{"choices":${choices()},"usage":${details},"note":"usage"}`, { prompt: 12, completion: 34 }],
+    ['a nested "usage" key after it', `{"choices":${choices()},"usage":${details},"meta":{"usage":{"prompt_tokens":999}}}`, { prompt: 12, completion: 34 }],
+    ['only a nested "usage", near the end', `{"choices":${choices()},"meta":{"usage":{"prompt_tokens":999}}}`, null],
+    ['only a nested "usage", near the start', `{"meta":{"usage":{"prompt_tokens":999}},"choices":${choices()}}`, null],
+    ['content ending in an escaped quote then usage', `{"choices":${choices(`${'x'.repeat(70_000)}"usage`)},"usage":${details}}`, { prompt: 12, completion: 34 }],
+    ['escaped quotes and backslashes, and braces, in strings', `{"choices":${choices(`${'x'.repeat(70_000)}\\`)},"usage":{"prompt_tokens":1,"note":"a\\\\ \\"}{","completion_tokens":2}}`, { prompt: 1, completion: 2 }],
+    ['an escaped quote and a brace in a string before usage', `{"id":"a\\"{","usage":${details},"choices":${choices()}}`, { prompt: 12, completion: 34 }],
+    ['duplicate top-level keys (the last wins)', `{"usage":{"prompt_tokens":1},"choices":${choices()},"usage":${details}}`, { prompt: 12, completion: 34 }],
+    ['duplicate top-level keys before the array', `{"usage":{"prompt_tokens":1},"usage":${details},"choices":${choices()}}`, { prompt: 12, completion: 34 }],
+    ['usage null', `{"choices":${choices()},"usage":null}`, null],
+  ];
+  it('a last piece that starts just after a backslash is not read as if the quote it starts with were unescaped', () => {
+    // The top-level key x"usage is not usage; cut after its backslash, the last piece reads "usage":{…} on its own.
+    const body = `{"choices":${choices()},"usage":${details},"x\\"usage":{"prompt_tokens":5}}`;
+    const bytes = new TextEncoder().encode(body);
+    expect(usageOf(JSON.parse(body))).toEqual({ prompt: 12, completion: 34 });
+    expect(checkCompatible('chat', cut(bytes, [body.lastIndexOf('"usage"')]))).toEqual({ prompt: 12, completion: 34 });
+  });
+
+  it.each(layouts)('%s', (_, body, expected) => {
+    expect(body.length).toBeGreaterThan(FULL_CHECK_BYTES);
+    expect(usageOf(JSON.parse(body))).toEqual(expected);
+    expect(checkCompatible('chat', enc(body))).toEqual(expected);
+  });
+});

@@ -78,7 +78,7 @@ export class WorkerSession {
       const responses = frame.op === 'responses' ? (replies = new ResponsesSink(sink, request.body)) : null;
       const target = router.resolve(request.model);
       sink.labels = target.labels;
-      if (target.upstream.credentials === 'missing') throw new GatewayError('credentials_missing');
+      if (target.upstream.credentials.kind === 'missing') throw new GatewayError('credentials_missing');
       request.body.model = target.upstream.upstreamModel;
       const { op, body: sent } = responses?.attempt(target.upstream) ?? { op: frame.op, body: request.body };
       await PROVIDERS[target.upstream.provider].call(

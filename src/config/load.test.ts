@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError, DEFAULTS, loadConfig, parseConfig, type GatewayConfig } from './load.js';
 import { availableCpus } from './cpu-limit.js';
+import { workersForCpus } from './workers.js';
 
 const SOURCE = 'conf/gateway.yaml';
 
@@ -119,24 +120,19 @@ describe('the CONTRACT.md example config', () => {
     expect(fast.timeouts.headersMs).toBe(600_000);
     expect(fast.timeouts.idleMs).toBe(600_000);
     expect(fast.timeouts.connectMs).toBe(DEFAULTS.timeouts.connectMs);
-    expect(fast.credentials).toBe('present');
-    expect(fast.credentialsSource).toBe('OPENAI_API_KEY_SWITCHYARD_TEST');
-    expect(fast.apiKey).toBe('sk-from-env-123');
+    expect(fast.credentials).toEqual({ kind: 'key', key: 'sk-from-env-123', source: 'OPENAI_API_KEY_SWITCHYARD_TEST' });
   });
 
   it('marks the key missing when the referenced variable is unset (still configured), keeping the variable name', () => {
     const config = parseConfig(CONTRACT_EXAMPLE, SOURCE, { GATEWAY_API_KEY: 'gw-key' });
     const fast = alias(config, 'fast-chat');
-    expect(fast.credentials).toBe('missing');
-    expect(fast.credentialsSource).toBe('OPENAI_API_KEY');
-    expect(fast.apiKey).toBeNull();
-    expect(config.routing.rules[0]!.credentials).toBe('missing');
-    expect(config.routing.rules[0]!.credentialsSource).toBe('OPENAI_API_KEY');
+    expect(fast.credentials).toEqual({ kind: 'missing', variable: 'OPENAI_API_KEY' });
+    expect(config.routing.rules[0]!.credentials).toEqual({ kind: 'missing', variable: 'OPENAI_API_KEY' });
   });
 
   it('treats an empty referenced variable as missing', () => {
     const config = parseConfig(CONTRACT_EXAMPLE, SOURCE, { OPENAI_API_KEY: '' });
-    expect(alias(config, 'fast-chat').credentials).toBe('missing');
+    expect(alias(config, 'fast-chat').credentials).toEqual({ kind: 'missing', variable: 'OPENAI_API_KEY' });
   });
 
   it('mock routes need no credentials', () => {
@@ -144,7 +140,7 @@ describe('the CONTRACT.md example config', () => {
     const embed = alias(config, 'local-embed');
     expect(embed.provider).toBe('mock');
     expect(embed.upstreamModel).toBe('embed-small');
-    expect(embed.credentials).toBe('not_required');
+    expect(embed.credentials).toEqual({ kind: 'not_required' });
     expect(embed.apiBase).toBeNull();
   });
 
@@ -155,9 +151,7 @@ describe('the CONTRACT.md example config', () => {
     expect(rule.provider).toBe('openai');
     expect(rule.patterns).toEqual(['gpt-4*', 'o3*']);
     expect(rule.apiBase).toBe('http://127.0.0.1:9000/v1');
-    expect(rule.credentials).toBe('present');
-    expect(rule.credentialsSource).toBe('OPENAI_API_KEY');
-    expect(rule.apiKey).toBe('sk-from-env-123');
+    expect(rule.credentials).toEqual({ kind: 'key', key: 'sk-from-env-123', source: 'OPENAI_API_KEY' });
   });
 });
 
@@ -209,25 +203,45 @@ model_list:
     expect(alias(config, 'c').timeouts).toEqual(DEFAULTS.timeouts);
   });
 
-  it('a literal api_key is present with source "literal"', () => {
+  it('a literal api_key is a key with source "literal"', () => {
     const config = parseConfig('model_list:\n  - model_name: a\n    params: { model: openai/x, api_key: sk-literal-1 }\n', SOURCE, {});
-    const a = alias(config, 'a');
-    expect(a.credentials).toBe('present');
-    expect(a.credentialsSource).toBe('literal');
-    expect(a.apiKey).toBe('sk-literal-1');
+    expect(alias(config, 'a').credentials).toEqual({ kind: 'key', key: 'sk-literal-1', source: 'literal' });
   });
 
-  it('an openai alias without api_key has missing credentials', () => {
-    const config = parseConfig('model_list:\n  - model_name: a\n    params: { model: openai/x }\n', SOURCE, {});
-    expect(alias(config, 'a').credentials).toBe('missing');
-    expect(alias(config, 'a').apiKey).toBeNull();
+  it('an openai alias at the default api_base without api_key reads OPENAI_API_KEY, and is missing while it is unset or empty', () => {
+    const yaml = 'model_list:\n  - model_name: a\n    params: { model: openai/x }\n  - model_name: b\n    params: { model: openai/x, api_base: "https://api.openai.com/v1/" }\n';
+    for (const env of [{}, { OPENAI_API_KEY: '' }]) {
+      const config = parseConfig(yaml, SOURCE, env);
+      for (const name of ['a', 'b']) expect(alias(config, name).credentials, name).toEqual({ kind: 'missing', variable: 'OPENAI_API_KEY' });
+    }
+    const config = parseConfig(yaml, SOURCE, { OPENAI_API_KEY: 'sk-env' });
+    for (const name of ['a', 'b']) expect(alias(config, name).credentials, name).toEqual({ kind: 'key', key: 'sk-env', source: 'OPENAI_API_KEY' });
+  });
+
+  it('an openai deployment with its own api_base and no api_key needs no credentials (a self-hosted vLLM, TGI, Ollama)', () => {
+    const yaml = `
+model_list:
+  - model_name: vllm
+    params: { model: openai/meta-llama/Llama-3-8B, api_base: "http://vllm.default.svc:8000/v1" }
+  - model_name: vllm-unset
+    params: { model: openai/x, api_base: "http://vllm.default.svc:8000/v1", api_key: os.environ/SWITCHYARD_TEST_UNSET }
+route_rules:
+  - provider: openai
+    params: { api_base: "http://ollama:11434/v1" }
+`;
+    // OPENAI_API_KEY is the hosted default's variable: a route with its own api_base does not pick it up.
+    const config = parseConfig(yaml, SOURCE, { OPENAI_API_KEY: 'sk-hosted' });
+    expect(alias(config, 'vllm').credentials).toEqual({ kind: 'not_required' });
+    expect(config.routing.rules[0]!.credentials).toEqual({ kind: 'not_required' });
+    // An api_key that references an unset variable is missing, whatever the api_base.
+    expect(alias(config, 'vllm-unset').credentials).toEqual({ kind: 'missing', variable: 'SWITCHYARD_TEST_UNSET' });
   });
 
   it('route_rules default to models ["*"]', () => {
     const config = parseConfig('route_rules:\n  - provider: mock\n', SOURCE, {});
     expect(config.routing.rules).toHaveLength(1);
     expect(config.routing.rules[0]!.patterns).toEqual(['*']);
-    expect(config.routing.rules[0]!.credentials).toBe('not_required');
+    expect(config.routing.rules[0]!.credentials).toEqual({ kind: 'not_required' });
   });
 
   it('an empty file is a valid config with no routes', () => {
@@ -245,7 +259,7 @@ describe('litellm_params is a synonym of params', () => {
     const b = parseConfig(`model_list:\n  - model_name: m\n    litellm_params: ${body}\n`, SOURCE, { K: 'v' });
     expect(b.warnings).toEqual([]);
     expect(b.routing.aliases).toEqual(a.routing.aliases);
-    expect(alias(b, 'm')).toMatchObject({ provider: 'openai', upstreamModel: 'gpt-4o', apiBase: 'http://10.0.0.1:8000/v1', credentials: 'present', credentialsSource: 'K' });
+    expect(alias(b, 'm')).toMatchObject({ provider: 'openai', upstreamModel: 'gpt-4o', apiBase: 'http://10.0.0.1:8000/v1', credentials: { kind: 'key', key: 'v', source: 'K' } });
     expect(alias(b, 'm').timeouts.totalMs).toBe(12_000);
   });
 
@@ -271,13 +285,12 @@ describe('a real LiteLLM config.yaml', () => {
   it('loads as it is, with its supported params resolved', () => {
     const config = parseConfig(LITELLM_CONFIG, 'litellm/config.yaml', env);
     expect(config.routing.aliases.map((a) => a.alias)).toEqual(['gpt-4o', 'azure-gpt-35']);
-    expect(alias(config, 'gpt-4o')).toMatchObject({ provider: 'openai', upstreamModel: 'gpt-4o', credentials: 'present', credentialsSource: 'OPENAI_API_KEY' });
+    expect(alias(config, 'gpt-4o')).toMatchObject({ provider: 'openai', upstreamModel: 'gpt-4o', credentials: { kind: 'key', key: 'sk-o', source: 'OPENAI_API_KEY' } });
     expect(alias(config, 'azure-gpt-35')).toMatchObject({
       provider: 'openai',
       upstreamModel: 'gpt-35-turbo',
       apiBase: 'https://example-resource.openai.azure.com/openai',
-      credentials: 'present',
-      credentialsSource: 'AZURE_API_KEY',
+      credentials: { kind: 'key', key: 'sk-a', source: 'AZURE_API_KEY' },
     });
     expect(alias(config, 'azure-gpt-35').timeouts.totalMs).toBe(30_000);
   });
@@ -444,7 +457,7 @@ limits: { max_request_body_bytes: 1000, max_response_body_bytes: 2000 }
     expect(config.port).toBe(DEFAULTS.port);
     expect(config.host).toBe('0.0.0.0');
     expect(config.port).toBe(8080);
-    expect(config.workers).toBe(availableCpus());
+    expect(config.workerMode).toEqual({ workers: workersForCpus(availableCpus()), reason: 'cpus', cpus: availableCpus() });
     expect(config.maxRequestBodyBytes).toBe(8 * 1024 * 1024);
     expect(config.routing.maxResponseBodyBytes).toBe(64 * 1024 * 1024);
     expect(config.logLevel).toBe('info');
@@ -454,7 +467,7 @@ limits: { max_request_body_bytes: 1000, max_response_body_bytes: 2000 }
     const config = parseConfig(fileWithServer, SOURCE, { GATEWAY_API_KEY: 'gw' });
     expect(config.host).toBe('10.1.2.3');
     expect(config.port).toBe(9001);
-    expect(config.workers).toBe(3);
+    expect(config.workerMode).toEqual({ workers: 3, reason: 'config', cpus: availableCpus() });
     expect(config.maxRequestBodyBytes).toBe(1000);
     expect(config.routing.maxResponseBodyBytes).toBe(2000);
   });
@@ -471,7 +484,7 @@ limits: { max_request_body_bytes: 1000, max_response_body_bytes: 2000 }
     });
     expect(config.host).toBe('127.0.0.1');
     expect(config.port).toBe(7000);
-    expect(config.workers).toBe(5);
+    expect(config.workerMode).toEqual({ workers: 5, reason: 'env', cpus: availableCpus() });
     expect(config.maxRequestBodyBytes).toBe(111);
     expect(config.routing.maxResponseBodyBytes).toBe(222);
     expect(config.logLevel).toBe('debug');
@@ -514,8 +527,8 @@ limits: { max_request_body_bytes: 1000, max_response_body_bytes: 2000 }
   });
 
   it('GATEWAY_WORKERS=0 is valid: provider calls run inline on the front thread', () => {
-    expect(parseConfig('', SOURCE, { GATEWAY_API_KEY: 'gw', GATEWAY_WORKERS: '0' }).workers).toBe(0);
-    expect(parseConfig('server: { workers: 0 }', SOURCE, { GATEWAY_API_KEY: 'gw' }).workers).toBe(0);
+    expect(parseConfig('', SOURCE, { GATEWAY_API_KEY: 'gw', GATEWAY_WORKERS: '0' }).workerMode).toMatchObject({ workers: 0, reason: 'env' });
+    expect(parseConfig('server: { workers: 0 }', SOURCE, { GATEWAY_API_KEY: 'gw' }).workerMode).toMatchObject({ workers: 0, reason: 'config' });
   });
 
   it('a blank (whitespace-only) PORT is rejected, not turned into port 0', () => {
@@ -575,7 +588,7 @@ describe('loadConfig', () => {
     expect(config.routing.aliases.map((a) => a.alias)).toContain('demo-chat');
     for (const route of [...config.routing.aliases, ...config.routing.rules]) {
       expect(route.provider).toBe('mock');
-      expect(route.credentials).toBe('not_required');
+      expect(route.credentials).toEqual({ kind: 'not_required' });
     }
   });
 
@@ -588,7 +601,7 @@ describe('loadConfig', () => {
     writeFileSync(path, CONTRACT_EXAMPLE);
     const config = loadConfig({ GATEWAY_CONFIG: path, OPENAI_API_KEY: 'sk-x', GATEWAY_API_KEY: 'gw' });
     expect(config.source).toBe(path);
-    expect(alias(config, 'fast-chat').credentials).toBe('present');
+    expect(alias(config, 'fast-chat').credentials).toEqual({ kind: 'key', key: 'sk-x', source: 'OPENAI_API_KEY' });
   });
 
   it('names the file in errors from inside it', () => {

@@ -7,10 +7,11 @@ import { readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { parse as parseYaml, YAMLParseError } from 'yaml';
 import { z } from 'zod';
-import type { AliasRoute, RoutingConfig, RuleRoute, Timeouts, MockSettings } from '../../protocol/config.js';
+import type { AliasRoute, Credentials, RoutingConfig, RuleRoute, Timeouts, MockSettings } from '../../protocol/config.js';
 import { PROVIDER_INFO, isProviderName, type ProviderName } from '../../protocol/providers.js';
 import { configFileSchema, unsupportedKeys, type ParamsInput } from './schema.js';
 import { availableCpus } from './cpu-limit.js';
+import { chooseWorkers, type WorkerMode } from './workers.js';
 import { DEMO_CONFIG_YAML } from './demo.js';
 import { HealthSettingsError, healthSettingsFromEnv } from '../health/settings.js';
 
@@ -42,7 +43,8 @@ export interface GatewayConfig {
   readonly source: string;
   readonly host: string;
   readonly port: number;
-  readonly workers: number;
+  /** Worker threads, and why that many (src/config/workers.ts). */
+  readonly workerMode: WorkerMode;
   readonly maxRequestBodyBytes: number;
   readonly streamKeepaliveMs: number;
   /** Provider requests in flight past which new ones get 503 `overloaded` (with Retry-After). */
@@ -174,7 +176,7 @@ export function parseConfig(text: string, source: string, env: Env = process.env
     source,
     host: e.HOST ?? file.server?.host ?? DEFAULTS.host,
     port: e.PORT ?? file.server?.port ?? DEFAULTS.port,
-    workers: e.GATEWAY_WORKERS ?? file.server?.workers ?? availableCpus(),
+    workerMode: chooseWorkers(e.GATEWAY_WORKERS, file.server?.workers, availableCpus()),
     maxRequestBodyBytes: e.GATEWAY_MAX_BODY_BYTES ?? file.limits?.max_request_body_bytes ?? DEFAULTS.maxRequestBodyBytes,
     streamKeepaliveMs: file.server?.stream_keepalive_interval !== undefined ? file.server.stream_keepalive_interval * 1000 : DEFAULTS.streamKeepaliveMs,
     maxInFlight: e.GATEWAY_MAX_IN_FLIGHT ?? file.server?.max_in_flight ?? DEFAULTS.maxInFlight,
@@ -191,20 +193,16 @@ export function parseConfig(text: string, source: string, env: Env = process.env
 
 /** `at` names the params in messages: `<source>: model_list[0].params`. */
 function resolveUpstream(provider: ProviderName, params: Partial<ParamsInput>, env: Env, at: string): Omit<AliasRoute, 'alias' | 'upstreamModel'> {
-  const info = PROVIDER_INFO[provider];
-  if (params.responses_api && !info.responsesApi) {
+  const { defaultApiBase, responsesApi } = PROVIDER_INFO[provider];
+  if (params.responses_api && !responsesApi) {
     const able = Object.entries(PROVIDER_INFO).filter(([, p]) => p.responsesApi).map(([name]) => `"${name}"`).join(', ');
     throw new ConfigError(`${at}.responses_api: the "${provider}" provider has no Responses API to pass through to (only ${able} can)`);
   }
-  const key = resolveKey(params.api_key, env);
-  const credentials = !info.needsKey ? 'not_required' : key.value ? 'present' : 'missing';
-  const apiBase = info.defaultApiBase === null ? null : (params.api_base ?? info.defaultApiBase).replace(/\/+$/, '');
+  const apiBase = defaultApiBase === null ? null : (params.api_base ?? defaultApiBase).replace(/\/+$/, '');
   return {
     provider,
     apiBase,
-    apiKey: key.value,
-    credentials,
-    credentialsSource: key.source,
+    credentials: resolveCredentials(provider, params.api_key, apiBase, env),
     timeouts: resolveTimeouts(params),
     mock: resolveMock(params),
     responsesApi: params.responses_api ?? false,
@@ -212,15 +210,26 @@ function resolveUpstream(provider: ProviderName, params: Partial<ParamsInput>, e
 }
 
 const ENV_REF = 'os.environ/';
+const NOT_REQUIRED: Credentials = Object.freeze({ kind: 'not_required' });
 
-function resolveKey(apiKey: string | undefined, env: Env): { value: string | null; source: string | null } {
-  if (apiKey === undefined) return { value: null, source: null };
-  if (apiKey.startsWith(ENV_REF)) {
-    const name = apiKey.slice(ENV_REF.length);
-    const value = env[name];
-    return { value: value ? value : null, source: name };
-  }
-  return { value: apiKey, source: 'literal' };
+/**
+ * CONTRACT.md, Config file: an `api_key` is a literal or `os.environ/NAME`
+ * (missing while NAME is unset or empty). With none, a provider at its
+ * hosted default base URL reads its usual variable, and one at a base URL
+ * of its own (a self-hosted vLLM, TGI, Ollama or LM Studio) is called
+ * without credentials.
+ */
+function resolveCredentials(provider: ProviderName, apiKey: string | undefined, apiBase: string | null, env: Env): Credentials {
+  const { keyVariable, defaultApiBase } = PROVIDER_INFO[provider];
+  if (keyVariable === null) return NOT_REQUIRED;
+  if (apiKey === undefined) return apiBase === defaultApiBase ? fromVariable(keyVariable, env) : NOT_REQUIRED;
+  if (apiKey.startsWith(ENV_REF)) return fromVariable(apiKey.slice(ENV_REF.length), env);
+  return Object.freeze({ kind: 'key', key: apiKey, source: 'literal' });
+}
+
+function fromVariable(variable: string, env: Env): Credentials {
+  const key = env[variable];
+  return Object.freeze(key ? { kind: 'key', key, source: variable } : { kind: 'missing', variable });
 }
 
 function resolveTimeouts(params: Partial<ParamsInput>): Timeouts {

@@ -7,7 +7,9 @@ import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import type { AliasRoute } from '../../protocol/config.js';
 import { httpStatusOf } from '../health/types.js';
 import { VERSION } from '../../protocol/version.js';
+import { workerModeReport } from '../config/workers.js';
 import type { FrontContext } from './context.js';
+import type { ModelStatus } from './status-schemas.js';
 import { send, sendError, sendJson, type Exchange } from './http.js';
 
 /** spec 000, Health object; CONTRACT.md: the same body on /health/live and /health/liveliness. */
@@ -52,6 +54,7 @@ export function status(ctx: FrontContext, ex: Exchange): void {
     uptime_seconds: Math.round((Date.now() - c.startedAt) / 1000),
     uws_native: ctx.uwsNative,
     workers: pool.workers,
+    worker_mode: workerModeReport(ctx.config.workerMode),
     worker_restarts: pool.restarts,
     models_configured: uniqueAliases(ctx.config.routing.aliases).length,
     route_rules: ctx.config.routing.rules.length,
@@ -80,15 +83,16 @@ function uniqueAliases(aliases: readonly AliasRoute[]): Array<{ route: AliasRout
 }
 
 /** Never the key itself: only whether it is there and where it comes from. */
-function modelStatus({ route, deployments }: { route: AliasRoute; deployments: number }) {
+function modelStatus({ route, deployments }: { route: AliasRoute; deployments: number }): ModelStatus {
+  const { credentials } = route;
   return {
     alias: route.alias,
     provider: route.provider,
     upstream_model: route.upstreamModel,
     api_base: route.apiBase,
-    credentials: route.credentials,
-    credentials_source: route.credentialsSource,
-    routable: route.credentials !== 'missing',
+    credentials: credentials.kind === 'key' ? 'present' : credentials.kind,
+    credentials_source: credentials.kind === 'key' ? credentials.source : credentials.kind === 'missing' ? credentials.variable : null,
+    routable: credentials.kind !== 'missing',
     deployments,
   };
 }

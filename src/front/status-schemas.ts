@@ -27,10 +27,13 @@ export const modelStatusSchema = z.object({
   provider: z.string(),
   upstream_model: z.string(),
   api_base: z.string().nullable(),
+  /** `not_required`: the mock provider, or an `openai` deployment with its own api_base and no api_key (called without credentials). */
   credentials: z.enum(['present', 'missing', 'not_required']),
   credentials_source: z.string().nullable(),
   routable: z.boolean(),
   deployments: z.number().int(),
 });
+
+export type ModelStatus = z.infer<typeof modelStatusSchema>;
 
 export const modelStatusListSchema = z.object({ object: z.literal('list'), data: z.array(modelStatusSchema) });

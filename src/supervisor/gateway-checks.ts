@@ -5,21 +5,25 @@
  * the worker pool so the front thread never does provider I/O.
  */
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
-import type { RoutingConfig, Upstream } from '../../protocol/config.js';
+import { bearerKey, type RoutingConfig, type Upstream } from '../../protocol/config.js';
 import { Health, type HealthCheck } from '../health/types.js';
 import type { WorkerPool } from './worker-pool.js';
 
 /** Share of `max_in_flight` past which the pool counts as saturated (degraded, still serving). */
 export const SATURATION_SHARE = 0.9;
 
-/** spec 000, States: ready when at least one configured route has provider credentials. */
+/**
+ * spec 000, States: ready when at least one configured route has provider
+ * credentials; a route that needs none (mock, a keyless self-hosted
+ * `openai` deployment) counts as having them (CONTRACT.md, Config file).
+ */
 export function credentialsCheck(routing: () => RoutingConfig): HealthCheck {
   return {
     name: 'provider_credentials',
     check: () => {
       const { aliases, rules } = routing();
       const routes = [...aliases, ...rules];
-      if (routes.some((r) => r.credentials !== 'missing')) return Health.healthy();
+      if (routes.some((r) => r.credentials.kind !== 'missing')) return Health.healthy();
       return Health.unhealthy(routes.length === 0 ? 'no routes are configured' : 'no configured route has provider credentials');
     },
   };
@@ -65,14 +69,14 @@ export function upstreamChecks(routing: RoutingConfig, pool: WorkerPool, timeout
     const origin = new URL(route.apiBase).origin;
     const seen = byOrigin.get(origin);
     // Prefer a route with a key, so an authenticated GET /models can succeed.
-    if (!seen || (!seen.apiKey && route.apiKey)) byOrigin.set(origin, route);
+    if (!seen || (seen.credentials.kind !== 'key' && route.credentials.kind === 'key')) byOrigin.set(origin, route);
   }
   return [...byOrigin].map(([origin, route]) => ({
     name: `upstream:${origin}`,
     requiredForReadiness: false,
     timeoutMs,
     check: async () => {
-      const answer = await pool.probe(route.apiBase as string, route.apiKey, Math.max(1, timeoutMs - 300));
+      const answer = await pool.probe(route.apiBase as string, bearerKey(route.credentials), Math.max(1, timeoutMs - 300));
       if (answer === null) return Health.unhealthy(`timed out after ${timeoutMs} ms waiting for the probe`);
       if (answer.status === null) return Health.unhealthy(`unreachable: ${answer.error ?? 'no answer'}`);
       if (answer.status === 401 || answer.status === 403) return Health.degraded(`reachable, but the provider refused the credentials (${answer.status})`);

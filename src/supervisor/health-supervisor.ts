@@ -6,6 +6,7 @@
  * counting from the process start.
  */
 import type { Logger } from 'pino';
+import { bearerKey } from '../../protocol/config.js';
 import type { GatewayConfig } from '../config/load.js';
 import { ProbeCache, type CachedReport } from '../health/probe-cache.js';
 import { HealthRegistry } from '../health/registry.js';
@@ -74,7 +75,7 @@ export class HealthSupervisor {
 
   #build(): void {
     const { health, routing, apiKeys } = this.#config;
-    const secrets = [...apiKeys, ...[...routing.aliases, ...routing.rules].flatMap((r) => (r.apiKey ? [r.apiKey] : []))];
+    const secrets = [...apiKeys, ...[...routing.aliases, ...routing.rules].flatMap((r) => bearerKey(r.credentials) ?? [])];
     const registry = new HealthRegistry({
       defaultTimeoutMs: health.checkTimeoutMs,
       startupDelayMs: Math.max(0, this.#readyAt - Date.now()),

@@ -5,7 +5,7 @@
  * workers/entry.ts), and calls are frames on those ports. A call goes to
  * the worker with the fewest calls in flight.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, openSync, realpathSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { MessageChannel } from 'node:worker_threads';
@@ -298,18 +298,34 @@ export class WorkerPool {
   }
 }
 
+let pinnedEntry: string | null = null;
+
 /**
- * Workers always run the bundled worker, `dist/worker/entry.js` under the
- * package root (tools/bundle.mjs), whether the front runs bundled or from tsc's dist/.
+ * Workers always run the bundled worker, `worker/entry.js` of the build this code came from
+ * (tools/bundle.mjs), whether the front runs bundled (`<build>/server.js`) or from tsc's output
+ * (`<build>/src/...`); from the sources (the tests), the build `dist/` points to now. The path is
+ * resolved once, through the `dist` symlink (tools/build.mjs), so a worker that restarts after
+ * a rebuild runs the same build as the front, never a newer one.
+ *
+ * The entry file stays open for the life of the process: tools/build.mjs removes an old build
+ * only when no process holds a file of it open, so a running gateway keeps its build.
  */
 function workerEntryPath(): string {
+  if (pinnedEntry !== null) return pinnedEntry;
   let dir = dirname(fileURLToPath(import.meta.url));
-  while (!existsSync(join(dir, 'package.json'))) {
+  let entry = join(dir, 'worker', 'entry.js');
+  while (!existsSync(entry)) {
+    if (existsSync(join(dir, 'package.json'))) {
+      entry = join(dir, 'dist', 'worker', 'entry.js');
+      if (!existsSync(entry)) throw new Error(`worker entry ${entry} is missing: run "npm run build" first`);
+      break;
+    }
     const parent = dirname(dir);
     if (parent === dir) throw new Error('cannot find the package root to locate the worker entry');
     dir = parent;
+    entry = join(dir, 'worker', 'entry.js');
   }
-  const entry = join(dir, 'dist', 'worker', 'entry.js');
-  if (!existsSync(entry)) throw new Error(`worker entry ${entry} is missing: run "npm run build" first`);
-  return entry;
+  pinnedEntry = realpathSync(entry);
+  openSync(pinnedEntry, 'r'); // never closed: the build's lease (above)
+  return pinnedEntry;
 }

@@ -8,19 +8,11 @@
  */
 import http from 'node:http';
 import net from 'node:net';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { MiB, percentile, sleep, until, useClientGateway } from '../support/client-gateway.js';
-import type { FakeUpstream } from '../support/fake-upstream.js';
-import { expectNoKeyLeak, type TestGateway } from '../support/gateway.js';
+import { expectNoKeyLeak } from '../support/gateway.js';
 
-const fx = useClientGateway();
-let upstream: FakeUpstream;
-let gw: TestGateway;
-let port: number;
-beforeAll(() => {
-  ({ upstream, gw, port } = fx);
-});
-const { timedChat } = fx;
+const { gw, timedChat } = useClientGateway();
 
 // ───────────────────────── many idle connections ─────────────────────────
 
@@ -44,7 +36,7 @@ describe('2,000 idle keep-alive connections', () => {
         Array.from({ length: 200 }, (_, j) =>
           new Promise<void>((resolve, reject) => {
             const n = batch + j;
-            const s = net.connect(port, '127.0.0.1');
+            const s = net.connect(gw.port, '127.0.0.1');
             s.setTimeout(0);
             s.on('error', () => undefined);
             s.on('close', () => closedAt.set(s, performance.now()));

@@ -32,19 +32,11 @@
  * `SOAK_SECONDS=30 npx vitest run --config vitest.stress.config.ts test/stress/soak.test.ts`
  * after `npm run build`.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
 import { Pool } from 'undici';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeUpstream, type FakeUpstream } from '../support/fake-upstream.js';
-import { npmStartNodeArgs, settingsFreeEnv } from '../support/start-command.js';
+import { describe, expect, it } from 'vitest';
+import { useGateway } from '../support/gateway.js';
 
-const ROOT = resolve(import.meta.dirname, '../..');
-/** npm start's flags and entry point (the front's young-generation cap among them): the soak measures the RSS that ships. */
-const START_ARGS = npmStartNodeArgs(ROOT);
-const MAIN = join(ROOT, START_ARGS.at(-1) as string);
 const KEY = 'sk-soak-gateway-key-0123456789';
 const UPSTREAM_KEY = 'sk-soak-upstream-key-abcdef';
 
@@ -84,85 +76,16 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 
 // ───────────────────────── the gateway process ─────────────────────────
 
-interface GatewayProc {
-  readonly child: ChildProcess;
-  readonly pid: number;
-  readonly port: number;
-  /** Log lines by pino level (30 info, 40 warn, 50 error, 60 fatal). */
-  readonly levels: Map<number, number>;
-  /** The first warn-or-worse lines, for the report. */
-  readonly worse: string[];
-  stderr(): string;
-  exited(): boolean;
-  exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
+/** Its log lines by pino level (30 info, 40 warn, 50 error, 60 fatal), counted as they come (one per request: not kept). */
+const levels = new Map<number, number>();
+/** The first warn-or-worse lines, for the report. */
+const worse: string[] = [];
 
-function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  return { ...settingsFreeEnv(), ...extra };
-}
-
-async function startGatewayProcess(configPath: string): Promise<GatewayProc> {
-  if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run \`npm run build\` first (npm run test:stress does)`);
-  const child = spawn(process.execPath, START_ARGS, {
-    cwd: ROOT,
-    env: childEnv({
-      GATEWAY_CONFIG: configPath,
-      GATEWAY_API_KEY: KEY,
-      HOST: '127.0.0.1',
-      PORT: '0',
-      GATEWAY_WORKERS: '2',
-      GATEWAY_DRAIN_DELAY: '0',
-      // info: every provider request writes its access line, as in production.
-      LOG_LEVEL: 'info',
-    }),
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const levels = new Map<number, number>();
-  const worse: string[] = [];
-  let partial = '';
-  let err = '';
-  let port: number | undefined;
-  let done = false;
-  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) =>
-    child.on('exit', (code, signal) => {
-      done = true;
-      res({ code, signal });
-    }),
-  );
-  // stdout is read to the end all the time (a full pipe would stall the gateway's logger).
-  child.stdout!.setEncoding('utf8').on('data', (d: string) => {
-    const lines = (partial + d).split('\n');
-    partial = lines.pop() ?? '';
-    for (const line of lines) {
-      const m = /"level":(\d+)/.exec(line);
-      const level = m ? Number(m[1]) : 0;
-      levels.set(level, (levels.get(level) ?? 0) + 1);
-      if ((level >= 40 || level === 0) && worse.length < 20 && !line.includes('"event":"listening"')) worse.push(line.slice(0, 500));
-      if (port === undefined && line.includes('"event":"listening"')) {
-        const p = (JSON.parse(line) as { port?: unknown }).port;
-        if (typeof p === 'number') port = p;
-      }
-    }
-  });
-  child.stderr!.setEncoding('utf8').on('data', (d: string) => (err = (err + d).slice(-10_000)));
-
-  const deadline = Date.now() + 15_000;
-  while (port === undefined) {
-    if (done) throw new Error(`the gateway exited before listening: ${err}`);
-    if (Date.now() >= deadline) throw new Error(`no "listening" line within 15 s; stderr: ${err}`);
-    await sleep(20);
-  }
-  return { child, pid: child.pid as number, port, levels, worse, stderr: () => err, exited: () => done, exit };
-}
-
-async function stopGatewayProcess(p: GatewayProc): Promise<void> {
-  if (p.exited()) return;
-  p.child.kill('SIGTERM');
-  const exited = await Promise.race([p.exit.then(() => true), sleep(10_000).then(() => false)]);
-  if (!exited) {
-    p.child.kill('SIGKILL');
-    await Promise.race([p.exit, sleep(5_000)]);
-  }
+function tally(line: string): void {
+  const m = /"level":(\d+)/.exec(line);
+  const level = m ? Number(m[1]) : 0;
+  levels.set(level, (levels.get(level) ?? 0) + 1);
+  if ((level >= 40 || level === 0) && worse.length < 20 && !line.includes('"event":"listening"')) worse.push(line.slice(0, 500));
 }
 
 /** VmRSS of the process, in bytes. */
@@ -341,17 +264,15 @@ function percentile(values: number[], p: number): number {
 
 // ───────────────────────── the test ─────────────────────────
 
-let upstream: FakeUpstream;
-let dir: string;
-let gw: GatewayProc | undefined;
-
-beforeAll(async () => {
-  upstream = await startFakeUpstream();
-  dir = mkdtempSync(join(tmpdir(), 'switchyard-soak-'));
-  const config = join(dir, 'soak.yaml');
-  writeFileSync(
-    config,
-    `model_list:
+// info: every provider request writes its access line, as in production.
+// npm start's flags (the front's young-generation cap among them): the soak measures the RSS that ships.
+const { gw, upstream } = useGateway({
+  process: { npmStart: true, keepStdout: false, onLine: tally },
+  resetUpstreams: false,
+  gateway: (upstream) => ({
+    env: { GATEWAY_API_KEY: KEY, LOG_LEVEL: 'info' },
+    workers: 2,
+    yaml: `model_list:
   - model_name: up-chat
     params: { model: openai/fake-model, api_base: ${upstream.url}, api_key: ${UPSTREAM_KEY} }
   - model_name: up-embed
@@ -363,20 +284,13 @@ beforeAll(async () => {
   - model_name: mock-embed
     params: { model: mock/embed-small, mock_embedding_dimensions: 64 }
 `,
-  );
-  gw = await startGatewayProcess(config);
-});
-
-afterAll(async () => {
-  if (gw) await stopGatewayProcess(gw);
-  await upstream?.close();
-  if (dir) rmSync(dir, { recursive: true, force: true });
+  }),
 });
 
 describe('soak', () => {
   it(`${RUN_MS / 1000} s of mixed traffic at concurrency ${CONCURRENCY}: no 5xx, no transport error, RSS not growing past 10 % and fds not growing`, async () => {
-    const p = gw as GatewayProc;
-    const origin = `http://127.0.0.1:${p.port}`;
+    const p = gw.proc;
+    const origin = gw.url;
     const rssAtStart = rssOf(p.pid);
     const fdsAtStart = fdsOf(p.pid);
 
@@ -420,7 +334,7 @@ describe('soak', () => {
     const mib = (b: number) => (b / MiB).toFixed(1);
     const kinds = (t: Tally) => KINDS.map((k) => `${k} ${t.byKind[k]}`).join(', ');
     const statuses = (t: Tally) => [...t.statuses].sort(([a], [b]) => a - b).map(([s, c]) => `${s}×${c}`).join(' ');
-    const levels = [...p.levels].sort(([a], [b]) => a - b).map(([l, c]) => `${l}:${c}`).join(' ');
+    const levelCounts = [...levels].sort(([a], [b]) => a - b).map(([l, c]) => `${l}:${c}`).join(' ');
     const kindsDiff = (a: Record<string, number>, b: Record<string, number>) =>
       [...new Set([...Object.keys(a), ...Object.keys(b)])].sort().map((k) => `${k} ${a[k] ?? 0}→${b[k] ?? 0}`).join(', ');
     console.info(
@@ -429,11 +343,11 @@ describe('soak', () => {
         `latency p50 ${percentile(run.latenciesMs, 50).toFixed(2)} ms, p99 ${percentile(run.latenciesMs, 99).toFixed(2)} ms, max ${percentile(run.latenciesMs, 100).toFixed(1)} ms; ` +
         `gateway RSS at start ${mib(rssAtStart)} MiB, during the run ${mib(percentile(rssSamples, 0))}–${mib(percentile(rssSamples, 100))} MiB, trough of its first half ${mib(rssWarm)} MiB, of its second half ${mib(rssAfter)} MiB (${(((rssAfter - rssWarm) / rssWarm) * 100).toFixed(1)} %), ${SETTLE_MS / 1000} s after it ${mib(rssSettled)} MiB; ` +
         `fds at start ${fdsAtStart.total}, after warm-up ${fdsWarm.total}, after the run ${fdsAfter.total} (${kindsDiff(fdsWarm.kinds, fdsAfter.kinds)}); ` +
-        `upstream connections accepted ${upstream.connectionsAccepted()}; gateway log lines by level ${levels}; /status total ${status.requests.total}, in flight ${status.requests.in_flight}, streams open ${status.requests.streams_open}`,
+        `upstream connections accepted ${upstream.connectionsAccepted()}; gateway log lines by level ${levelCounts}; /status total ${status.requests.total}, in flight ${status.requests.in_flight}, streams open ${status.requests.streams_open}`,
     );
     console.info(`[soak] gateway RSS every ${RSS_SAMPLE_EVERY_MS / 1000} s during the run (MiB): ${rssSamples.map(mib).join(' ')}`);
     if (run.samples.length + warm.samples.length > 0) console.info(`[soak] first problems: ${[...warm.samples, ...run.samples].join(' | ')}`);
-    if (p.worse.length > 0) console.info(`[soak] gateway warn/error lines: ${p.worse.join(' | ')}`);
+    if (worse.length > 0) console.info(`[soak] gateway warn/error lines: ${worse.join(' | ')}`);
 
     for (const t of [warm, run]) {
       expect(fiveXx(t), `5xx answers: ${statuses(t)}`).toBe(0);

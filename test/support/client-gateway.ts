@@ -5,9 +5,9 @@
  * nothing in flight, and the small helpers both files time things with.
  */
 import http from 'node:http';
-import { afterAll, afterEach, beforeAll, beforeEach, expect } from 'vitest';
-import { startFakeUpstream, type FakeUpstream } from './fake-upstream.js';
-import { UPSTREAM_KEY, startTestGateway, type TestGateway } from './gateway.js';
+import { afterEach, expect } from 'vitest';
+import type { FakeUpstream } from './fake-upstream.js';
+import { UPSTREAM_KEY, useGateway, type TestGateway } from './gateway.js';
 
 export const MiB = 1024 * 1024;
 export const CHAT = '/v1/chat/completions';
@@ -28,9 +28,8 @@ export function percentile(values: number[], p: number): number {
 }
 
 export interface ClientGateway {
-  upstream: FakeUpstream;
-  gw: TestGateway;
-  port: number;
+  readonly upstream: FakeUpstream;
+  readonly gw: TestGateway;
   /** What is in flight: pool calls, front counters, open streams. */
   inFlight(): { pool: number; counters: number; streams: number };
   expectIdle(context: string, timeoutMs?: number): Promise<void>;
@@ -40,30 +39,22 @@ export interface ClientGateway {
 
 /** Registers the shared hooks and returns the fixture, filled in by its beforeAll. */
 export function useClientGateway(): ClientGateway {
-  const fx = {
-    inFlight: () => ({ pool: fx.gw.gateway.context.pool.stats().inFlight, counters: fx.gw.gateway.context.counters.inFlight, streams: fx.gw.gateway.context.counters.streamsOpen }),
+  const { gw, upstream } = useGateway({ gateway: (upstream) => ({ yaml: clientYaml(upstream) }) });
+  const fx: ClientGateway = {
+    upstream,
+    gw,
+    inFlight: () => ({ pool: gw.gateway.context.pool.stats().inFlight, counters: gw.gateway.context.counters.inFlight, streams: gw.gateway.context.counters.streamsOpen }),
     async expectIdle(context: string, timeoutMs = 2000) {
       await until(() => { const f = fx.inFlight(); return f.pool === 0 && f.counters === 0 && f.streams === 0; }, timeoutMs, `${context}: nothing in flight (${JSON.stringify(fx.inFlight())})`);
     },
     timedChat: (agent?: http.Agent) => timedChat(fx, agent),
-  } as ClientGateway;
-
-  beforeAll(async () => {
-    fx.upstream = await startFakeUpstream();
-    fx.gw = await startTestGateway({ upstream: fx.upstream, yaml: clientYaml(fx.upstream) });
-    fx.port = fx.gw.gateway.port;
-  });
-  afterAll(async () => {
-    await fx.gw?.close();
-    await fx.upstream?.close();
-  });
-  beforeEach(() => fx.upstream.reset());
+  };
   afterEach(async () => {
-    const live = await fx.gw.fetch('/health/live', { auth: false, signal: AbortSignal.timeout(2000) });
+    const live = await gw.fetch('/health/live', { auth: false, signal: AbortSignal.timeout(2000) });
     expect(live.status).toBe(200);
     expect(await live.json()).toEqual({ object: 'health', status: 'ok' });
     await fx.expectIdle('after the case');
-    expect(fx.gw.gateway.context.pool.stats().restarts).toBe(0);
+    expect(gw.gateway.context.pool.stats().restarts).toBe(0);
   });
   return fx;
 }
@@ -91,7 +82,7 @@ async function timedChat(fx: ClientGateway, agent?: http.Agent): Promise<number>
   const t0 = performance.now();
   const { status } = await new Promise<{ status: number }>((resolve, reject) => {
     const req = http.request(
-      { host: '127.0.0.1', port: fx.port, path: CHAT, method: 'POST', agent: agent ?? false, headers: { authorization: `Bearer ${fx.gw.key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }, timeout: 5000 },
+      { host: '127.0.0.1', port: fx.gw.port, path: CHAT, method: 'POST', agent: agent ?? false, headers: { authorization: `Bearer ${fx.gw.key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }, timeout: 5000 },
       (res) => {
         res.resume();
         res.on('end', () => resolve({ status: res.statusCode ?? 0 }));

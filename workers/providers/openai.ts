@@ -4,6 +4,7 @@
  * `model` rewritten. Provider 4xx pass through; 3xx, 5xx, timeouts,
  * resets and bodies that are not the compatible format become 502s.
  */
+import { bearerKey } from '../../protocol/config.js';
 import type { Usage } from '../../protocol/frames.js';
 import { GatewayError } from '../../protocol/errors.js';
 import { VERSION } from '../../protocol/version.js';
@@ -39,7 +40,9 @@ export const openaiAdapter: ProviderAdapter = {
         'x-request-id': call.requestId,
         accept: call.stream ? 'text/event-stream' : 'application/json',
       };
-      if (upstream.apiKey) headers.authorization = `Bearer ${upstream.apiKey}`;
+      // A keyless route (credentials not_required: a self-hosted vLLM, Ollama…) is called with no Authorization header.
+      const key = bearerKey(upstream.credentials);
+      if (key !== null) headers.authorization = `Bearer ${key}`;
       upstreamExchange(upstream.apiBase, upstream.timeouts.connectMs, 'POST', PATHS[call.op], JSON.stringify(call.body), headers, exchange);
       const { status, headers: responseHeaders } = await exchange.head;
       answered = true;
