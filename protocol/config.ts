@@ -56,6 +56,8 @@ export interface Upstream {
   readonly credentials: Credentials;
   readonly timeouts: Timeouts;
   readonly mock: MockSettings;
+  /** params.responses_api: the upstream serves `POST /responses` itself, so Responses API calls are passed through. */
+  readonly responsesApi: boolean;
 }
 
 /** One `model_list` entry: a deployment of its alias (CONTRACT.md, Routing for high volume). */

@@ -19,6 +19,8 @@ export const ERRORS = {
   invalid_json: { status: 400, message: 'request body is not valid JSON' },
   invalid_body: { status: 400, message: 'request body must be a JSON object' },
   invalid_request: { status: 400, message: 'invalid request' },
+  // CONTRACT.md, HTTP: POST /v1/responses is stateless; a parameter that needs stored state, or that the chat path cannot honour, names itself.
+  unsupported_parameter: { status: 400, message: 'a parameter of the request is not supported' },
   // spec 000, Rules 3: oversized body → 413.
   body_too_large: { status: 413, message: 'request body exceeds the configured limit' },
   headers_too_large: { status: 431, message: 'request headers exceed 16 KiB' },

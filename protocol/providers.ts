@@ -7,9 +7,10 @@
  */
 
 export const PROVIDER_INFO = {
-  openai: { defaultApiBase: 'https://api.openai.com/v1', keyVariable: 'OPENAI_API_KEY' },
-  mock: { defaultApiBase: null, keyVariable: null },
-} as const satisfies Record<string, { defaultApiBase: string | null; keyVariable: string | null }>;
+  // responsesApi: the provider's upstream can serve POST /responses (params.responses_api may be set).
+  openai: { defaultApiBase: 'https://api.openai.com/v1', keyVariable: 'OPENAI_API_KEY', responsesApi: true },
+  mock: { defaultApiBase: null, keyVariable: null, responsesApi: false },
+} as const satisfies Record<string, { defaultApiBase: string | null; keyVariable: string | null; responsesApi: boolean }>;
 
 export type ProviderName = keyof typeof PROVIDER_INFO;
 

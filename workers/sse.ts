@@ -201,6 +201,22 @@ export function serializeEvents(events: readonly string[]): string {
   return out;
 }
 
+/**
+ * Responses API events, each named by the `type` its data starts with, as
+ * OpenAI writes them (`event: response.created` over `data: {"type":"response.created",…}`);
+ * an event whose data does not start so is written without a name.
+ */
+export function serializeNamedEvents(events: readonly string[]): string {
+  let out = '';
+  for (const data of events) {
+    const name = LEADING_TYPE.exec(data)?.[1];
+    out += name === undefined ? serializeEvents([data]) : `event: ${name}\n${serializeEvents([data])}`;
+  }
+  return out;
+}
+
+const LEADING_TYPE = /^\{\s*"type"\s*:\s*"([a-z0-9_.]+)"/;
+
 /** The joined `data` lines of one event, or null for an event with none (comments, keep-alives). */
 function parseEvent(raw: string): string | null {
   let data: string | null = null;

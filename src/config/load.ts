@@ -182,14 +182,14 @@ export function parseConfig(text: string, source: string, env: Env = process.env
       order: params.order ?? DEFAULTS.deployment.order,
       maxParallel: params.max_parallel_requests ?? 0,
       upstreamModel: params.model.slice(slash + 1),
-      ...resolveUpstream(provider, params, env),
+      ...resolveUpstream(provider, params, env, `${source}: ${at}`),
     });
   });
   const router = resolveRouter(file, new Set(perAlias.keys()), source);
 
   const rules: RuleRoute[] = file.route_rules.map((rule, i) => {
     if (!isProviderName(rule.provider)) throw new ConfigError(`${source}: route_rules[${i}].provider: unknown provider "${rule.provider}" (known: ${Object.keys(PROVIDER_INFO).join(', ')})`);
-    return Object.freeze({ patterns: Object.freeze([...rule.models]), ...resolveUpstream(rule.provider, rule.params ?? {}, env) });
+    return Object.freeze({ patterns: Object.freeze([...rule.models]), ...resolveUpstream(rule.provider, rule.params ?? {}, env, `${source}: route_rules[${i}].params`) });
   });
 
   const explicitKeys = [e.GATEWAY_API_KEY, ...(e.GATEWAY_API_KEYS ?? '').split(',')].map((k) => k?.trim() ?? '').filter((k) => k.length > 0);
@@ -250,8 +250,13 @@ function resolveRouter(file: ConfigFile, groups: ReadonlySet<string>, source: st
   });
 }
 
-function resolveUpstream(provider: ProviderName, params: Partial<ParamsInput>, env: Env): Omit<Upstream, 'upstreamModel'> {
-  const { defaultApiBase } = PROVIDER_INFO[provider];
+/** `at` names the params in messages: `<source>: model_list[0].params`. */
+function resolveUpstream(provider: ProviderName, params: Partial<ParamsInput>, env: Env, at: string): Omit<Upstream, 'upstreamModel'> {
+  const { defaultApiBase, responsesApi } = PROVIDER_INFO[provider];
+  if (params.responses_api && !responsesApi) {
+    const able = Object.entries(PROVIDER_INFO).filter(([, p]) => p.responsesApi).map(([name]) => `"${name}"`).join(', ');
+    throw new ConfigError(`${at}.responses_api: the "${provider}" provider has no Responses API to pass through to (only ${able} can)`);
+  }
   const apiBase = defaultApiBase === null ? null : (params.api_base ?? defaultApiBase).replace(/\/+$/, '');
   return {
     provider,
@@ -259,6 +264,7 @@ function resolveUpstream(provider: ProviderName, params: Partial<ParamsInput>, e
     credentials: resolveCredentials(provider, params.api_key, apiBase, env),
     timeouts: resolveTimeouts(params),
     mock: resolveMock(params),
+    responsesApi: params.responses_api ?? false,
   };
 }
 

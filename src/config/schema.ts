@@ -22,6 +22,12 @@ export const paramsSchema = z.looseObject({
   headers_timeout: seconds.optional(),
   /** Longest gap between two chunks of the response body (streams included). */
   idle_timeout: seconds.optional(),
+  /**
+   * Switchyard's own key, not LiteLLM's: the upstream serves `POST /responses` itself (OpenAI,
+   * vLLM, …), so `POST /v1/responses` is passed through to it instead of translated to chat.
+   * Only for providers whose upstream can (protocol/providers.ts, `responsesApi`).
+   */
+  responses_api: z.boolean().optional(),
   // mock provider knobs, so demos and load tests can model a real provider
   mock_latency_ms: z.number().int().nonnegative().optional(),
   mock_stream_chunks: z.number().int().positive().max(100_000).optional(),

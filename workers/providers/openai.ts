@@ -12,13 +12,14 @@ import { VERSION } from '../../protocol/version.js';
 import { allowlistedHeaders } from '../rate-limit-headers.js';
 import { checkCompatible, looksLikeJson, usageOf, usageValueAt } from '../response-body.js';
 import { Deadlines } from '../deadlines.js';
-import { SseParser, serializeEvents, type SseBatch } from '../sse.js';
+import { SseParser, serializeEvents, serializeNamedEvents, type SseBatch } from '../sse.js';
 import { utf8Text } from '../bytes.js';
 import { toUpstreamError, upstreamExchange, UpstreamExchange, type UpstreamHead } from '../upstream-http.js';
 import { AttemptFailure, providerFailure, retryAfterMs } from '../routing/failure.js';
 import type { AttemptSink, ProviderAdapter, ProviderCall } from './adapter.js';
 
-const PATHS = { chat: '/chat/completions', embeddings: '/embeddings' } as const;
+/** `responses`: only for a deployment with params.responses_api (workers/inbound/responses/ sends the rest as chat). */
+const PATHS = { chat: '/chat/completions', embeddings: '/embeddings', responses: '/responses' } as const;
 const USER_AGENT = `switchyard/${VERSION}`;
 /** Cap on one SSE event, so an upstream that never ends an event cannot grow memory. */
 const MAX_EVENT_BYTES = 8 * 1024 * 1024;
@@ -100,6 +101,8 @@ const CLOSE_BRACE = 0x7d;
  */
 async function relayEvents(exchange: UpstreamExchange, call: ProviderCall, sink: AttemptSink, deadlines: Deadlines): Promise<Usage | null> {
   const parser = new SseParser(Math.min(MAX_EVENT_BYTES, call.maxResponseBytes));
+  // A Responses API stream names each event (`event: response.created`); the parser keeps only data, so the names are put back.
+  const serialize = call.op === 'responses' ? serializeNamedEvents : serializeEvents;
   let usage: Usage | null = null;
   const check = (data: string) => {
     if (data === '[DONE]') return;
@@ -114,7 +117,7 @@ async function relayEvents(exchange: UpstreamExchange, call: ProviderCall, sink:
       sink.data([batch.chunk]);
     } else if (batch.events.length > 0) {
       for (const data of batch.events) check(data);
-      sink.data(encoder.encode(serializeEvents(batch.events)));
+      sink.data(encoder.encode(serialize(batch.events)));
     }
   };
   const follow = (paused: boolean) => {
