@@ -196,6 +196,8 @@ writeFileSync(config, `model_list:
     params: { model: openai/bench-slow, api_base: ${upstreamBase}/slow/v1, api_key: upstream-key }
   - model_name: bench-paced
     params: { model: openai/bench-model, api_base: ${upstreamBase}/paced/v1, api_key: upstream-key }
+  - model_name: bench-responses
+    params: { model: openai/bench-model, api_base: ${upstreamBase}/v1, api_key: upstream-key, responses_api: true }
 ${routingYaml(upstreamBase)}`);
 const gatewayEnv = (workers, port) => ({ GATEWAY_CONFIG: config, GATEWAY_API_KEY: KEY, PORT: String(port), HOST: '127.0.0.1', GATEWAY_WORKERS: workers, LOG_LEVEL: 'info' });
 const servers = {
@@ -229,7 +231,7 @@ for (const name of gatewayNames) gw[name] = await startServer(servers[name](awai
 // The calibration relay (loadtest/relay.mjs) runs where the gateways do, in the scenarios marked `calibrate`.
 const relayPort = await freePort();
 const relay = await startServer({ name: RELAY, cpu: GATEWAY_CPU, args: ['loadtest/relay.mjs', String(relayPort), upstreamBase], port: relayPort, readyPath: '/ready' });
-const upstreamModel = (b) => b.replace(/"bench-(chat|paced)"/, '"bench-model"');
+const upstreamModel = (b) => b.replace(/"bench-(chat|paced|responses)"/, '"bench-model"');
 const targets = {
   direct: { url: upstreamBase, headers: { authorization: 'Bearer upstream-key' }, rewrite: upstreamModel, upstreamPaths: true },
   '1 worker': { url: gw['1 worker'].url, headers: { authorization: `Bearer ${KEY}` }, rewrite: (b) => b, pid: gw['1 worker'].pid },
@@ -247,11 +249,18 @@ const chatBody = JSON.stringify({ model: 'bench-chat', messages: [{ role: 'user'
 const streamBody = JSON.stringify({ model: 'bench-chat', stream: true, messages: [{ role: 'user', content: 'Stream twenty chunks.' }] });
 const slowBody = JSON.stringify({ model: 'bench-slow', stream: true, messages: [{ role: 'user', content: 'Stream slowly.' }] });
 const pacedBody = streamBody.replace('"bench-chat"', '"bench-paced"');
+// The Responses API: the same question, through the chat translation (bench-chat) or passed through (bench-responses).
+const responsesBody = JSON.stringify({ model: 'bench-chat', input: 'Say hello to the benchmark.' });
+const responsesPassedBody = responsesBody.replace('"bench-chat"', '"bench-responses"');
 const embedBody = JSON.stringify({ model: 'bench-embed', input: Array.from({ length: 16 }, (_, i) => `input number ${i} for the embeddings benchmark`) });
 const scenarios = [
   // `calibrate`: the bare relay runs it too.
   { key: 'chat1', name: 'chat, concurrency 1', path: '/v1/chat/completions', body: chatBody, connections: 1, calibrate: true },
   { key: 'chat64', name: 'chat, concurrency 64', path: '/v1/chat/completions', body: chatBody, connections: 64, calibrate: true },
+  // POST /v1/responses beside it: translated to chat completions (the upstream's chat answer turned into a
+  // response object), and passed through to the upstream's /v1/responses; direct is the upstream's /v1/responses.
+  { key: 'responses64', name: 'Responses API chat, translated, concurrency 64', path: '/v1/responses', body: responsesBody, connections: 64 },
+  { key: 'responsesPassed64', name: 'Responses API chat, passed through, concurrency 64', path: '/v1/responses', body: responsesPassedBody, connections: 64 },
   { key: 'stream64', name: 'stream of 20 chunks, concurrency 64', path: '/v1/chat/completions', body: streamBody, connections: 64, calibrate: true },
   { key: 'stream1', name: 'stream of 20 chunks, concurrency 1', path: '/v1/chat/completions', body: streamBody, connections: 1 },
   // The upstream writes the 20 chunks one per turn, as a provider sends tokens (the scenarios above get
@@ -500,6 +509,12 @@ const targetRows = [
   { what: 'added latency, chat c1, p99', ...fromScenario('chat1', (a) => a.addedP99), lower: (st) => us(st.med), unit: 'µs', show: (st) => `${spread(st, 0, us)} µs`, limit: 500 },
   { what: 'chat c64 throughput', ...fromScenario('chat64', (a) => a.rps), higher: (st) => st.med, unit: 'req/s', show: (st) => `${spread(st)} req/s`, limit: 12000 },
   { what: 'chat c64, ratio to direct', ...fromScenario('chat64', (a) => a.ratio), higher: (st) => st.med, unit: '×', show: ratioShow(0.5), limit: 0.5 },
+  {
+    // Issue 24: the Responses API through the chat translation costs at most a fifth of chat completions' throughput.
+    what: 'Responses API chat c64 (translated), ratio to chat completions c64', scenario: 'responses64',
+    get: (n) => stats(measured.responses64[n].map((r, i) => r.rps / measured.chat64[n][i].rps)),
+    higher: (st) => st.med, unit: '×', show: ratioShow(0.8), limit: 0.8,
+  },
   { what: 'streams c64 (20 chunks)', ...fromScenario('stream64', (a) => a.rps), higher: (st) => st.med, unit: 'streams/s', show: (st) => `${spread(st)} /s`, limit: 3000 },
   { what: 'streams c64, ratio to direct', ...fromScenario('stream64', (a) => a.ratio), higher: (st) => st.med, unit: '×', show: ratioShow(0.8), limit: 0.8 },
   { what: 'added TTFB p50, stream c1', ...fromScenario('stream1', (a) => a.addedTtfbP50), lower: (st) => us(st.med), unit: 'µs', show: (st) => `${spread(st, 0, us)} µs`, limit: 300 },
@@ -553,6 +568,7 @@ const obstacles = {
   'added latency, chat c1, p99': () => 'Inline, most of the tail is V8\'s young-generation collections: a scavenge pauses the thread 0.3–0.6 ms about every 200 requests at concurrency 1, between handlers, so the access log\'s own time (below) misses it; in one traced run (2026-11-24, `--trace-gc`, 28,590 requests) each of the 159 scavenges put a request over 600 µs, half of all that were. With one worker the front collects about every 500 requests and the worker every 210, a third of the requests over 600 µs in a traced run; most of the rest are the two threads waking each other on the one core. A fixed 8 MiB semi-space (`node --min-semi-space-size=8 --max-semi-space-size=8`, against npm start\'s `--max-semi-space-size=4`) halves the scavenges and took the p99 from 765 to 386 µs inline and from 881 to 643 µs with 1 worker (direct 130 µs; `AB_CONNECTIONS=1 node loadtest/ab.mjs`, 7 alternated rounds of 3 s, 2026-11-23), and inline\'s from 876 to 745 and from 800 to 513 µs in two such runs on the slower host of 2026-11-25; inline chat allocates about 18.6 KB of JavaScript heap per request, spread over many sites of 0.3–2.5 KB each (the inspector\'s sampling heap profiler), so no one change halves it. But it holds read buffers longer: in one full bench run, peak RSS rose 143 → 169 MB inline and 177 → 210 MB with 1 worker, and 5,000 slow streams with 1 worker 202 → 250 MB; alternated under embeddings on 2026-11-25, one worker\'s peak went 134 → 152 MB. docs/PERFORMANCE.md, "Optional V8 flags", has it as a choice; the default keeps the memory targets.',
   'chat c64 throughput': () => `The direct path itself ran at ${fmt(directRps('chat64'))} req/s here, so ${fmt(12000)} req/s would be ${fmt(12000 / directRps('chat64'), 2)}× direct; what bounds the gateway is its CPU per request (below).`,
   'chat c64, ratio to direct': () => `CPU per request: ${switchyardModes.map((n) => `${fmt(agg('chat64', n).cpu.med)} µs ${inMode(n)}`).join(', ')}, ${fmt(agg('chat64', RELAY).cpu.med)} µs for the bare relay; 0.5× of this run's direct ${fmt(directRps('chat64'))} req/s needs ${fmt(2e6 / directRps('chat64'))} µs or less on the one core. What one worker adds over inline is the hop: the call and reply frames, their msgpackr metadata, and the two threads waking each other (loadtest/PROFILE.md). Request bodies and the frames' records already cross in shared rings, with no buffer of their own (protocol/frame-port.ts).`,
+  'Responses API chat c64 (translated), ratio to chat completions c64': () => `CPU per request: ${switchyardModes.map((n) => `${fmt(agg('responses64', n).cpu.med)} µs for a translated Responses call against ${fmt(agg('chat64', n).cpu.med)} µs for chat ${inMode(n)}`).join(', ')}; passed through: ${switchyardModes.map((n) => `${fmt(agg('responsesPassed64', n).cpu.med)} µs ${inMode(n)}`).join(', ')}. What the translation adds in the worker (workers/inbound/responses/): the request's translation to a chat body, the chat answer parsed whole and a response object built and serialised, where chat passes the answer on checked but unparsed.`,
   'streams c64, ratio to direct': () => `0.8× of this run's direct ${fmt(directRps('stream64'))} streams/s needs ${fmt(1.25e6 / directRps('stream64'))} µs of CPU per stream or less on the one core; the gateway used ${switchyardModes.map((n) => `${fmt(agg('stream64', n).cpu.med)} µs ${inMode(n)}`).join(' and ')}, the bare relay ${fmt(agg('stream64', RELAY).cpu.med)} µs (it misses too). Per stream the gateway used more CPU than the bare relay by ${featureCost('stream64')}: the relay passes the upstream's bytes on unread, while the gateway checks each of the 20 events, reads the usage and times the first token. loadtest/PROFILE-streams.md (\`PROFILE_STREAM=1 npm run profile\`) splits that lead by part, under the profiler: undici's client and the socket writes are most of the relay's time and of the gateway's; beyond the relay, the gateway's undici costs about 10 µs more per stream (more request headers to validate, a string body, the handler's wrapper), then the hop's frames with one worker, garbage collection, auth, the access log and the request's parse; checking the 20 events on their bytes is about 2 µs. The upstream writes each stream whole, in one write, so direct costs its client about what a chat answer does; against an upstream that writes a chunk per turn, as providers do (the "written one by one" row), the ratio is ${fmt(agg('streamPaced64', '1 worker').ratio.med, 2)}× / ${fmt(agg('streamPaced64', 'inline').ratio.med, 2)}× (1 worker / inline).`,
   'added TTFB p50, stream c1': () => 'As for chat at concurrency 1: with one worker the two threads wake each other on one core.',
   'embeddings c32 (16 inputs)': () => `The direct path itself ran at ${fmt(directRps('embed32'))} req/s here, so ${fmt(2000)} req/s would be ${fmt(2000 / directRps('embed32'), 2)}× direct; with one worker each ${fmt(embedAnswerBytes / 1024)} KiB answer is also copied once more, into the worker's shared ring, which the front writes it out from.`,
@@ -703,7 +719,8 @@ taskset -c ${GATEWAY_CPU} node loadtest/relay.mjs <port> http://127.0.0.1:<upstr
 ${portkey.script ? `NODE_ENV=production taskset -c ${GATEWAY_CPU} node ${portkey.script} --port=<port> --headless` : '# Portkey: not installed, not run'}
 \`\`\`
 
-The config has four aliases on the fake upstream: \`bench-chat\`, \`bench-embed\`, \`bench-paced\` (api_base \`…/paced/v1\`: the
+The config has five aliases on the fake upstream: \`bench-chat\` (also the Responses API scenario translated to chat), \`bench-responses\`
+(\`responses_api: true\`: the Responses API passed through to the upstream's fixed \`/v1/responses\` answer), \`bench-embed\`, \`bench-paced\` (api_base \`…/paced/v1\`: the
 20 chunks of a stream written one per turn of the upstream's event loop, as a provider sends tokens, where \`bench-chat\`'s stream comes
 in one write) and \`bench-slow\` (api_base \`…/slow/v1\`:
 ${slowChunks} chunks ${slowInterval} ms apart). Measurement of each figure:

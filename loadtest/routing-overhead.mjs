@@ -8,7 +8,7 @@ import { CallControl } from '../dist/workers/call-control.js';
 import { Flow } from '../dist/workers/flow.js';
 const timeouts = { connectMs: 1000, headersMs: 60000, idleMs: 60000, totalMs: 60000 };
 const mock = { latencyMs: 0, streamChunks: 1, chunkIntervalMs: 0, embeddingDimensions: 2, fault: 'none' };
-const mk = (alias, id) => ({ alias, id, weight: 1, order: 1, maxParallel: 0, provider: 'openai', upstreamModel: 'm', apiBase: 'http://x', apiKey: null, credentials: 'not_required', credentialsSource: null, timeouts, mock });
+const mk = (alias, id) => ({ alias, id, weight: 1, order: 1, maxParallel: 0, provider: 'openai', upstreamModel: 'm', apiBase: 'http://x', credentials: { kind: 'not_required' }, responsesApi: false, timeouts, mock });
 const aliases = [mk('one', 'one-0'), ...[0,1,2,3].map((i) => mk('four', `four-${i}`))];
 const routing = { version: 1, aliases, slots: aliases.map((_, i) => i), rules: [], maxResponseBodyBytes: 1 << 20, router: { strategy: 'least-busy', numRetries: 2, retryAfterMs: 0, allowedFails: 3, cooldownMs: 30000, fallbacks: [], contextWindowFallbacks: [], streamCommitTimeoutMs: 10000, timeoutMs: null } };
 const router = new Router(routing);
@@ -20,5 +20,5 @@ const client = { reply() {}, head() {}, data() {}, end() {}, fail() {}, routed()
 async function bench(name, n, f) { for (let i = 0; i < 20000; i++) await f(); const t = performance.now(); for (let i = 0; i < n; i++) await f(); const us = (performance.now() - t) * 1000 / n; console.log(name, us.toFixed(3), 'µs/call'); }
 const direct = () => { const call = { op: 'chat', upstream: aliases[0], body: {}, stream: false, requestId: 'r', maxResponseBytes: 1, control: new CallControl(), flow: new Flow(), budgetMs: 1, headersAt: 0 }; return adapter.call(call, client); };
 const one = router.resolve('one'); const four = router.resolve('four');
-const routed = (group) => () => routeCall(env, { group, op: 'chat', body: {}, stream: false, requestId: 'r', maxResponseBytes: 1, flow: new Flow(), control: new CallControl() }, client);
+const routed = (group) => () => routeCall(env, { group, op: 'chat', body: {}, prepare: null, stream: false, requestId: 'r', maxResponseBytes: 1, flow: new Flow(), control: new CallControl() }, client);
 for (let r = 0; r < 3; r++) { await bench('adapter alone     ', 200000, direct); await bench('routed, 1 deploy  ', 200000, routed(one)); await bench('routed, 4 least-busy', 200000, routed(four)); }

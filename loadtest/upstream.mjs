@@ -19,6 +19,9 @@
 // `stream_options.include_usage`, with `"usage":null` (and OpenAI's `system_fingerprint` and
 // `logprobs`), and the one-write stream ends with OpenAI's usage chunk: for A/B runs of what a
 // gateway pays to find the usage; the bench leaves it off.
+//
+// POST /v1/responses answers a fixed Responses API object (not streamed): the pass-through
+// deployment's upstream, and the direct path of the Responses scenarios.
 import uws from 'uWebSockets.js';
 
 const port = Number(process.argv[2] ?? 0);
@@ -28,6 +31,12 @@ const chat = JSON.stringify({
   id: 'chatcmpl-bench', object: 'chat.completion', created: 1700000000, model: 'bench-model',
   choices: [{ index: 0, message: { role: 'assistant', content: 'Hello from the bench upstream.' }, finish_reason: 'stop' }],
   usage: { prompt_tokens: 9, completion_tokens: 7, total_tokens: 16 },
+});
+// The Responses API answer of a deployment that serves it (params.responses_api), the same text and usage.
+const response = JSON.stringify({
+  id: 'resp_bench', object: 'response', created_at: 1700000000, status: 'completed', error: null, incomplete_details: null, model: 'bench-model',
+  output: [{ id: 'msg_bench', type: 'message', status: 'completed', content: [{ type: 'output_text', annotations: [], text: 'Hello from the bench upstream.' }], role: 'assistant' }],
+  usage: { input_tokens: 9, input_tokens_details: { cached_tokens: 0 }, output_tokens: 7, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 16 },
 });
 const streamUsage = process.env.STREAM_USAGE === '1';
 const chunkHead = { id: 'chatcmpl-bench', object: 'chat.completion.chunk', created: 1700000000, model: 'bench-model' };
@@ -124,6 +133,9 @@ app.post('/fail/v1/chat/completions', (res) => {
 });
 app.post('/v1/embeddings', (res) => {
   readBody(res, () => res.cork(() => res.writeStatus('200 OK').writeHeader('content-type', 'application/json').end(embeddings)));
+});
+app.post('/v1/responses', (res) => {
+  readBody(res, () => res.cork(() => res.writeStatus('200 OK').writeHeader('content-type', 'application/json').end(response)));
 });
 app.get('/v1/models', (res) => res.writeHeader('content-type', 'application/json').end(models));
 app.listen('127.0.0.1', port, (token) => {

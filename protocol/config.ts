@@ -51,6 +51,8 @@ export interface Upstream {
   readonly settings: ProviderSettings;
   /** `drop_params`: an OpenAI parameter the provider cannot honour is dropped instead of refused with 400. */
   readonly dropParams: boolean;
+  /** params.responses_api: the upstream serves `POST /responses` itself, so Responses API calls are passed through. */
+  readonly responsesApi: boolean;
 }
 
 /** An upstream's settings as its provider's own type (the loader made them for that provider). */

@@ -23,10 +23,15 @@ import type { RoutingConfig, Upstream } from './config.js';
 import type { ChannelEnd } from './channel.js';
 import type { DeploymentStateMemory } from './deployment-state.js';
 
-export const PROTOCOL_VERSION = 4;
+export const PROTOCOL_VERSION = 5;
 
-/** The provider operations a worker serves. */
-export type Operation = 'chat' | 'embeddings';
+/**
+ * The provider operations a worker serves. `responses` is the OpenAI
+ * Responses API: passed through to a deployment that serves it, otherwise
+ * run as `chat` through workers/inbound/responses/ (ARCHITECTURE.md,
+ * "Inbound formats = translators too").
+ */
+export type Operation = 'chat' | 'embeddings' | 'responses';
 
 /** Token counts from a provider's `usage`, when it sent one. */
 export interface Usage {
@@ -136,6 +141,12 @@ export interface FailFrame extends RoutingFacts {
   readonly labels: RouteLabels | null;
   /** Headers for the error answer: the provider's allowlisted ones (Retry-After), or the gateway's own. */
   readonly headers: HeaderList;
+  /**
+   * The SSE events that end a stream failing after its head, when the operation has its own
+   * (the Responses API's `error` and `response.failed`); absent: the front writes the compatible
+   * `data: {"error":…}` event.
+   */
+  readonly events?: string;
 }
 export interface PongFrame { readonly t: 'pong'; readonly id: number }
 /** The answer to a probe: the HTTP status the upstream gave, or why there was none. */

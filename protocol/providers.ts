@@ -19,13 +19,16 @@ export interface ProviderInfo {
    * self-hosted vLLM, TGI or Ollama behind `openai`); otherwise it reads `keyVariable`.
    */
   readonly keylessAtOwnBase: boolean;
+  /** Its upstream can serve `POST /responses`, so `params.responses_api` may be set (the Responses API is then passed through). */
+  readonly responsesApi: boolean;
 }
 
 export const PROVIDER_INFO = {
-  openai: { apiBase: 'https://api.openai.com/v1', keyVariable: 'OPENAI_API_KEY', keylessAtOwnBase: true },
-  azure: { apiBase: 'required', keyVariable: 'AZURE_API_KEY', keylessAtOwnBase: false },
-  anthropic: { apiBase: 'https://api.anthropic.com', keyVariable: 'ANTHROPIC_API_KEY', keylessAtOwnBase: false },
-  mock: { apiBase: null, keyVariable: null, keylessAtOwnBase: false },
+  openai: { apiBase: 'https://api.openai.com/v1', keyVariable: 'OPENAI_API_KEY', keylessAtOwnBase: true, responsesApi: true },
+  // Azure serves /responses too, at paths of its own that the azure adapter does not build yet: translated to chat meanwhile.
+  azure: { apiBase: 'required', keyVariable: 'AZURE_API_KEY', keylessAtOwnBase: false, responsesApi: false },
+  anthropic: { apiBase: 'https://api.anthropic.com', keyVariable: 'ANTHROPIC_API_KEY', keylessAtOwnBase: false, responsesApi: false },
+  mock: { apiBase: null, keyVariable: null, keylessAtOwnBase: false, responsesApi: false },
 } as const satisfies Record<string, ProviderInfo>;
 
 export type ProviderName = keyof typeof PROVIDER_INFO;

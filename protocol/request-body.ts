@@ -37,12 +37,12 @@ export function readRequestBody(op: Operation, bytes: Uint8Array): RequestBody {
   if (json === null || typeof json !== 'object' || Array.isArray(json)) throw new GatewayError('invalid_body');
   if (nestingDepth(bytes) > MAX_JSON_DEPTH) throw new GatewayError('invalid_request', `the body is nested deeper than ${MAX_JSON_DEPTH} levels`);
   const body = json as Record<string, unknown>;
-  return { json: body, plain: op === 'chat' ? plainChat(body) : plainEmbeddings(body) };
+  return { json: body, plain: PLAIN[op](body) };
 }
 
 /** The request of a body that passed its checks (the hand checks or the schema). */
 export function toParsedRequest(op: Operation, body: Record<string, unknown>): ParsedRequest {
-  return { model: body.model as string, stream: op === 'chat' && body.stream === true, body };
+  return { model: body.model as string, stream: op !== 'embeddings' && body.stream === true, body };
 }
 
 // The common shapes, checked by hand: zod's parse cost a tenth of the gateway's
@@ -77,6 +77,71 @@ export function plainEmbeddings(body: Record<string, unknown>): boolean {
   for (const item of input) if (typeof item !== 'string') return false;
   return true;
 }
+
+const optionalNumber = (v: unknown): boolean => v === undefined || v === null || typeof v === 'number';
+const optionalString = (v: unknown): boolean => v === undefined || v === null || typeof v === 'string';
+const MESSAGE_ROLES = new Set(['user', 'assistant', 'system', 'developer']);
+
+/**
+ * The shapes clients send most: `input` a string or messages whose content
+ * is a string or typed parts, function calls and their outputs; function
+ * tools; a string `tool_choice`; a `text` with a known format (LangChain
+ * sends `text: {}` on every call). Nothing stateful (refuseStateful in
+ * requests.ts words that refusal).
+ */
+export function plainResponses(body: Record<string, unknown>): boolean {
+  if (!nonEmptyString(body.model)) return false;
+  if (body.stream !== undefined && body.stream !== null && typeof body.stream !== 'boolean') return false;
+  if (body.previous_response_id != null || body.conversation != null || body.prompt != null || (body.background != null && body.background !== false)) return false;
+  if (!optionalString(body.instructions) || !optionalNumber(body.temperature) || !optionalNumber(body.top_p) || !plainText(body.text)) return false;
+  const max = body.max_output_tokens;
+  if (max !== undefined && max !== null && !(Number.isSafeInteger(max) && (max as number) > 0)) return false;
+  if (body.store !== undefined && body.store !== null && typeof body.store !== 'boolean') return false;
+  if (body.parallel_tool_calls !== undefined && body.parallel_tool_calls !== null && typeof body.parallel_tool_calls !== 'boolean') return false;
+  const choice = body.tool_choice;
+  if (choice !== undefined && choice !== null && choice !== 'auto' && choice !== 'none' && choice !== 'required') return false;
+  const tools = body.tools;
+  if (tools !== undefined && tools !== null) {
+    if (!Array.isArray(tools)) return false;
+    for (const tool of tools) if (!isRecord(tool) || typeof tool.type !== 'string') return false;
+  }
+  const input = body.input;
+  if (typeof input === 'string') return true;
+  if (!Array.isArray(input)) return false;
+  for (const item of input) if (!isRecord(item) || !plainInputItem(item)) return false;
+  return true;
+}
+
+const TEXT_FORMATS = new Set(['text', 'json_schema', 'json_object']);
+
+function plainText(text: unknown): boolean {
+  if (text === undefined || text === null) return true;
+  if (!isRecord(text)) return false;
+  const format = text.format;
+  return format === undefined || format === null || (isRecord(format) && TEXT_FORMATS.has(format.type as string));
+}
+
+function plainInputItem(item: Record<string, unknown>): boolean {
+  switch (item.type) {
+    case undefined:
+    case 'message':
+      return MESSAGE_ROLES.has(item.role as string) && (typeof item.content === 'string' || typedParts(item.content));
+    case 'function_call':
+      return nonEmptyString(item.call_id) && nonEmptyString(item.name) && typeof item.arguments === 'string';
+    case 'function_call_output':
+      return nonEmptyString(item.call_id) && (typeof item.output === 'string' || typedParts(item.output));
+    default:
+      return false;
+  }
+}
+
+function typedParts(parts: unknown): boolean {
+  if (!Array.isArray(parts)) return false;
+  for (const part of parts) if (!isRecord(part) || typeof part.type !== 'string') return false;
+  return true;
+}
+
+const PLAIN: Readonly<Record<Operation, (body: Record<string, unknown>) => boolean>> = { chat: plainChat, embeddings: plainEmbeddings, responses: plainResponses };
 
 /**
  * The deepest bracket nesting outside strings, in one pass over the bytes

@@ -32,9 +32,73 @@ export const embeddingsRequestSchema = z.looseObject({
   encoding_format: z.enum(['float', 'base64']).optional(),
 });
 
-/** Checks a body the hand checks did not pass; throws the `invalid_request` that names the first problem. */
+const nullish = <T extends z.ZodType>(schema: T) => schema.nullable().optional();
+const contentPart = z.looseObject({ type: z.string() });
+
+/** One item of a Responses `input` array: a message, a function call, a function call's output, or a reasoning item. */
+const inputItem = z.union([
+  z.looseObject({
+    type: z.literal('message').optional(),
+    role: z.enum(['user', 'assistant', 'system', 'developer']),
+    content: z.union([z.string(), z.array(contentPart)]),
+  }),
+  z.looseObject({ type: z.literal('function_call'), call_id: z.string().min(1), name: z.string().min(1), arguments: z.string() }),
+  z.looseObject({ type: z.literal('function_call_output'), call_id: z.string().min(1), output: z.union([z.string(), z.array(contentPart)]) }),
+  z.looseObject({ type: z.literal('reasoning') }),
+]);
+
+/**
+ * CONTRACT.md, HTTP: `POST /v1/responses`, stateless. The fields the
+ * translation to chat relies on; the rest is checked where it is translated
+ * (workers/inbound/responses/request.ts) or passed through.
+ */
+export const responsesRequestSchema = z.looseObject({
+  model: z.string().min(1),
+  input: z.union([z.string(), z.array(inputItem)]),
+  instructions: nullish(z.string()),
+  tools: nullish(z.array(z.looseObject({ type: z.string() }))),
+  tool_choice: nullish(z.union([z.enum(['none', 'auto', 'required']), z.looseObject({ type: z.string() })])),
+  text: nullish(z.looseObject({ format: nullish(z.looseObject({ type: z.enum(['text', 'json_schema', 'json_object']) })) })),
+  max_output_tokens: nullish(z.number().int().positive()),
+  temperature: nullish(z.number()),
+  top_p: nullish(z.number()),
+  parallel_tool_calls: nullish(z.boolean()),
+  stream: nullish(z.boolean()),
+  /** Treated as false whatever it says: nothing is stored. */
+  store: nullish(z.boolean()),
+});
+
+/**
+ * What a stateless gateway cannot do, refused with `unsupported_parameter`
+ * before any schema check: continuing or referring to a stored response or
+ * conversation, stored prompts, background runs.
+ */
+const STATEFUL: Readonly<Record<string, string>> = {
+  previous_response_id: 'Switchyard stores no responses (store is treated as false): send the whole conversation as input',
+  conversation: 'Switchyard stores no conversations: send the whole conversation as input',
+  prompt: 'stored prompt templates are not available through Switchyard: send instructions and input',
+  background: 'background responses need stored state, which Switchyard does not keep',
+};
+
+export function refuseStateful(json: Record<string, unknown>): void {
+  for (const key in STATEFUL) {
+    const value = json[key];
+    if (value !== undefined && value !== null && value !== false) throw new GatewayError('unsupported_parameter', `Unsupported parameter: '${key}': ${STATEFUL[key]}`);
+  }
+  if (!Array.isArray(json.input)) return;
+  json.input.forEach((item, i) => {
+    if ((item as { type?: unknown } | null)?.type === 'item_reference') {
+      throw new GatewayError('unsupported_parameter', `Unsupported parameter: 'input[${i}]': an item_reference names a stored item, and Switchyard stores none: send the item itself (the Vercel AI SDK does with providerOptions.openai.store: false)`);
+    }
+  });
+}
+
+const SCHEMAS: Readonly<Record<Operation, z.ZodType>> = { chat: chatRequestSchema, embeddings: embeddingsRequestSchema, responses: responsesRequestSchema };
+
+/** Checks a body the hand checks did not pass; throws the `invalid_request` (or `unsupported_parameter`) that names the first problem. */
 export function checkWithSchema(op: Operation, json: Record<string, unknown>): void {
-  const schema = op === 'chat' ? chatRequestSchema : embeddingsRequestSchema;
+  if (op === 'responses') refuseStateful(json);
+  const schema = SCHEMAS[op];
   // reportInput: zod 4 leaves an issue's input out otherwise, and "missing" vs "wrong type" needs it.
   const result = schema.safeParse(json, { reportInput: true });
   if (!result.success) throw new GatewayError('invalid_request', describe(result.error));
@@ -44,7 +108,8 @@ function describe(error: z.ZodError): string {
   const issue = error.issues[0];
   if (!issue) return 'invalid request';
   const path = issue.path.map((p) => (typeof p === 'number' ? `[${p}]` : `.${String(p)}`)).join('').replace(/^\./, '');
-  const missing = issue.code === 'invalid_type' && (issue as { input?: unknown }).input === undefined;
+  // A missing field of a union type (embeddings' and responses' `input`) is an invalid_union with no input.
+  const missing = (issue.code === 'invalid_type' || issue.code === 'invalid_union') && (issue as { input?: unknown }).input === undefined;
   return missing ? `"${path}" is required` : `"${path}": ${issue.message}`;
 }
 
@@ -63,6 +128,17 @@ export const embeddingsResponseSchema = z.looseObject({
   data: z.array(z.looseObject({ object: z.literal('embedding'), index: z.number().int(), embedding: z.union([z.array(z.number()), z.string()]) })),
   model: z.string(),
   usage: z.looseObject({ prompt_tokens: z.number().int(), total_tokens: z.number().int() }).optional(),
+});
+
+/** A Responses API `response` object, loosely: the fields every answer has. */
+export const responseObjectSchema = z.looseObject({
+  id: z.string(),
+  object: z.literal('response'),
+  created_at: z.number(),
+  status: z.enum(['completed', 'incomplete', 'failed', 'in_progress']),
+  model: z.string(),
+  output: z.array(z.looseObject({ type: z.string() })),
+  usage: z.looseObject({ input_tokens: z.number().int(), output_tokens: z.number().int(), total_tokens: z.number().int() }).nullable().optional(),
 });
 
 export const modelSchema = z.object({ id: z.string(), object: z.literal('model'), created: z.number().int(), owned_by: z.string() });

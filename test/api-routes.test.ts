@@ -41,6 +41,7 @@ function bodyFor(route: RouteSpec): string | undefined {
   if (route.method !== 'POST') return undefined;
   if (route.kind === 'chat') return chatBody('mock-chat');
   if (route.kind === 'embeddings') return JSON.stringify({ model: 'mock-embed', input: 'hello' });
+  if (route.kind === 'responses') return JSON.stringify({ model: 'mock-chat', input: 'hello there' });
   return '{}';
 }
 

@@ -217,19 +217,6 @@ model_list:
     }
   });
 
-  it('a reload that changes server.workers warns that it needs a restart, and /status keeps the mode the pool runs', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'switchyard-reload-'));
-    const file = writeConfig(dir, `server: { workers: 1 }\n${yaml('sized')}`);
-    const p = await startProcess(file, { GATEWAY_WORKERS: '' }); // the file decides
-    const mode = async () => ((await (await fetch(`http://127.0.0.1:${p.port}/status`)).json()) as { worker_mode: unknown }).worker_mode;
-    expect(await mode()).toMatchObject({ workers: 1, reason: 'config', description: '1 worker: server.workers' });
-    writeConfig(dir, `server: { workers: 3 }\n${yaml('sized')}`);
-    p.child.kill('SIGHUP');
-    await waitFor(() => p.lines.some((l) => l.event === 'config_reloaded'));
-    expect(p.lines.filter((l) => l.event === 'reload_needs_restart').map((l) => l.setting)).toEqual(['workers']);
-    expect(await mode()).toMatchObject({ workers: 1, reason: 'config', description: '1 worker: server.workers' });
-  });
-
   it('keeps the routing state of every deployment whose id survives (CONTRACT.md, Routing); a new id starts fresh', async () => {
     const up = await startScriptedUpstream(['east', 'west', 'south']);
     try {
@@ -259,6 +246,19 @@ router_settings: { cooldown_time: 60 }
     } finally {
       await up.close();
     }
+  });
+
+  it('a reload that changes server.workers warns that it needs a restart, and /status keeps the mode the pool runs', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'switchyard-reload-'));
+    const file = writeConfig(dir, `server: { workers: 1 }\n${yaml('sized')}`);
+    const p = await startProcess(file, { GATEWAY_WORKERS: '' }); // the file decides
+    const mode = async () => ((await (await fetch(`http://127.0.0.1:${p.port}/status`)).json()) as { worker_mode: unknown }).worker_mode;
+    expect(await mode()).toMatchObject({ workers: 1, reason: 'config', description: '1 worker: server.workers' });
+    writeConfig(dir, `server: { workers: 3 }\n${yaml('sized')}`);
+    p.child.kill('SIGHUP');
+    await waitFor(() => p.lines.some((l) => l.event === 'config_reloaded'));
+    expect(p.lines.filter((l) => l.event === 'reload_needs_restart').map((l) => l.setting)).toEqual(['workers']);
+    expect(await mode()).toMatchObject({ workers: 1, reason: 'config', description: '1 worker: server.workers' });
   });
 
   it('keeps the old config and logs an error when the new file does not validate', async () => {

@@ -38,6 +38,7 @@ const RATE_LIMIT_ALLOWLIST = [
 const OK_CONTENT: Record<RouteKind, Record<string, string | null>> = {
   chat: { 'application/json': 'ChatCompletion', 'text/event-stream': null },
   embeddings: { 'application/json': 'EmbeddingList' },
+  responses: { 'application/json': 'ResponseObject', 'text/event-stream': null },
   models: { 'application/json': 'ModelList' },
   model: { 'application/json': 'Model' },
   live: { 'application/json': 'Health' },
@@ -53,7 +54,10 @@ const OK_CONTENT: Record<RouteKind, Record<string, string | null>> = {
 };
 
 /** Routes that forward a body to a provider: spec 000 Rules 1–4 and CONTRACT.md apply to them. */
-const PROVIDER_KINDS: ReadonlySet<RouteKind> = new Set(['chat', 'embeddings']);
+const PROVIDER_KINDS: ReadonlySet<RouteKind> = new Set(['chat', 'embeddings', 'responses']);
+
+/** The request body schema of each provider route. */
+const REQUEST_SCHEMAS: Partial<Record<RouteKind, string>> = { chat: 'ChatCompletionRequest', embeddings: 'EmbeddingRequest', responses: 'ResponseCreateRequest' };
 
 function isObj(value: unknown): value is Obj {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -294,7 +298,7 @@ describe('openapi.yaml', () => {
             for (const name of RATE_LIMIT_ALLOWLIST) expect(headers[name], `${status}: ${name}`).toEqual({ $ref: `#/components/headers/${name}` });
           }
           const body = obj(obj(obj(op.requestBody, 'requestBody').content, 'content')['application/json'], 'json body');
-          expect(body.schema).toEqual({ $ref: `#/components/schemas/${route.kind === 'chat' ? 'ChatCompletionRequest' : 'EmbeddingRequest'}` });
+          expect(body.schema).toEqual({ $ref: `#/components/schemas/${REQUEST_SCHEMAS[route.kind]}` });
         });
       }
     });

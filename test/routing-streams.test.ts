@@ -66,6 +66,19 @@ router_settings: { stream_commit_timeout: 0.4, cooldown_time: 0.01 }
     expect(chunks.filter((c) => c.choices[0]?.delta.role === 'assistant')).toHaveLength(1);
   });
 
+  it('a Responses API stream (the chat translation) retried before its commit is one clean event sequence: one response.created', async () => {
+    at('east').script({ kind: 'reset-before-content' });
+    const res = await r.gw.fetch('/v1/responses', { method: 'POST', body: JSON.stringify({ model: 'chat', input: 'hi', stream: true }) });
+    const text = await res.text();
+    expect(res.status).toBe(200);
+    expect(res.headers.get('x-switchyard-deployment')).toBe('west');
+    expect(res.headers.get('x-switchyard-attempts')).toBe('2');
+    expect(text.match(/event: response\.created/g)).toHaveLength(1);
+    expect(text).toContain('event: response.completed');
+    expect(text).toContain('west');
+    expect(text).not.toContain('response.failed');
+  });
+
   it('nothing reaches the client before the first content (no head, no keep-alive) until stream_commit_timeout; then the head and keep-alives', async () => {
     // Content 1.2 s after the role chunk; held 0.4 s, then committed: keep-alives (every 0.1 s) fill the rest.
     at('slow').always({ kind: 'slow-first-content', ms: 1200 });

@@ -19,9 +19,12 @@ const decoder = new TextDecoder();
  */
 export const FULL_CHECK_BYTES = 64 * 1024;
 
+/** The array every success answer of an operation has. */
+const ANSWER_KEYS: Readonly<Record<Operation, string>> = { chat: 'choices', embeddings: 'data', responses: 'output' };
+
 /** Checks a success body (in the pieces it was read in) is the compatible format for `op`; returns its usage. */
 export function checkCompatible(op: Operation, body: readonly Uint8Array[]): Usage | null {
-  const key = op === 'chat' ? 'choices' : 'data';
+  const key = ANSWER_KEYS[op];
   if (payloadLength(body) > FULL_CHECK_BYTES) return checkByStructure(key, body);
   let json: unknown;
   try {
@@ -260,13 +263,24 @@ export function usageValueAt(bytes: Uint8Array, from: number): number {
   return -1;
 }
 
-/** `usage` of a response or stream chunk, when it has one. */
+interface UsageJson {
+  prompt_tokens?: unknown;
+  completion_tokens?: unknown;
+  input_tokens?: unknown;
+  output_tokens?: unknown;
+}
+
+/**
+ * `usage` of a response or stream chunk, when it has one: chat's
+ * `prompt_tokens` / `completion_tokens`, or the Responses API's
+ * `input_tokens` / `output_tokens` (in a stream, inside the event's `response`).
+ */
 export function usageOf(json: unknown): Usage | null {
-  const usage = (json as { usage?: { prompt_tokens?: unknown; completion_tokens?: unknown } } | null)?.usage;
+  const holder = json as { usage?: UsageJson; response?: { usage?: UsageJson } } | null;
+  const usage = holder?.usage ?? holder?.response?.usage;
   if (!usage || typeof usage !== 'object') return null;
-  const prompt = typeof usage.prompt_tokens === 'number' ? usage.prompt_tokens : 0;
-  const completion = typeof usage.completion_tokens === 'number' ? usage.completion_tokens : 0;
-  return { prompt, completion };
+  const count = (v: unknown) => (typeof v === 'number' ? v : 0);
+  return { prompt: count(usage.prompt_tokens ?? usage.input_tokens), completion: count(usage.completion_tokens ?? usage.output_tokens) };
 }
 
 /** Whether a 4xx body is JSON, to label it correctly when passing it through. */

@@ -19,6 +19,7 @@ import { readRequestBody, toParsedRequest, type RequestBody } from '../protocol/
 import { Router, type Deployment } from './router.js';
 import { PROVIDERS } from './providers/index.js';
 import { routeCall, type ClientSink, type RoutingEnv } from './routing/attempts.js';
+import { ResponsesSink } from './inbound/responses/sink.js';
 
 interface ActiveCall {
   readonly control: CallControl;
@@ -83,20 +84,34 @@ export class WorkerSession {
     const call: ActiveCall = { control: new CallControl(), flow: new Flow() };
     this.#calls.set(id, call);
     const sink = new FrameSink(this.#port, id);
+    // POST /v1/responses runs the chat path; `replies` translates what comes back (workers/inbound/responses/).
+    let replies: ClientSink = sink;
     try {
       if (body instanceof BadBody) throw body.error;
       const { json, plain } = body;
       // Only a body the hand checks do not pass needs the zod schema: zod is loaded then, once per thread.
       if (!plain) (await import('../protocol/requests.js')).checkWithSchema(frame.op, json);
       const request = toParsedRequest(frame.op, json);
+      const responses = frame.op === 'responses' ? (replies = new ResponsesSink(sink, request.body)) : null;
       const group = router.resolve(request.model);
       await routeCall(
         env,
-        { group, op: frame.op, body: request.body, stream: request.stream, requestId: frame.requestId, maxResponseBytes: router.maxResponseBytes, control: call.control, flow: call.flow },
-        sink,
+        {
+          group,
+          op: frame.op,
+          body: request.body,
+          // A Responses call asks its sink what to send each deployment (its own body, or the chat translation).
+          prepare: responses === null ? null : (upstream) => responses.attempt(upstream),
+          stream: request.stream,
+          requestId: frame.requestId,
+          maxResponseBytes: router.maxResponseBytes,
+          control: call.control,
+          flow: call.flow,
+        },
+        replies,
       );
     } catch (err) {
-      if (call.control.reason !== CANCELLED) sink.fail(toErrorData(err), NO_HEADERS);
+      if (call.control.reason !== CANCELLED) replies.fail(toErrorData(err), NO_HEADERS);
     } finally {
       this.#calls.delete(id);
     }
@@ -159,10 +174,11 @@ class FrameSink implements ClientSink {
   end(usage: Usage | null, upstreamMs: number): void {
     if (this.#finish()) this.port.send({ t: 'end', id: this.id, usage, upstreamMs });
   }
-  fail(error: { code: ErrorCode; message: string }, headers: HeaderList): void {
+  fail(error: { code: ErrorCode; message: string; events?: string }, headers: HeaderList): void {
     if (!this.#finish()) return;
     const { deployment, attempts, fallback } = this;
-    this.port.send({ t: 'fail', id: this.id, code: error.code, message: error.message, labels: this.labels === UNROUTED ? null : this.labels, headers, deployment, attempts, fallback });
+    const labels = this.labels === UNROUTED ? null : this.labels;
+    this.port.send({ t: 'fail', id: this.id, code: error.code, message: error.message, labels, headers, events: error.events, deployment, attempts, fallback });
   }
   #finish(): boolean {
     if (this.#done) return false;

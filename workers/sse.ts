@@ -210,11 +210,18 @@ function canonicalEvents(chunk: Uint8Array): number[] | null {
 
 /**
  * Events in the canonical form. A multi-line `data` gets one `data:` line
- * per line, so a client's parser joins them back to the same value.
+ * per line, so a client's parser joins them back to the same value. With
+ * `names` (the parser's), each named event keeps its `event:` line, as a
+ * Responses API stream needs.
  */
-export function serializeEvents(events: readonly string[]): string {
+export function serializeEvents(events: readonly string[], names: readonly (string | null)[] | null = null): string {
   let out = '';
-  for (const data of events) out += `data: ${data.includes('\n') ? data.replaceAll('\n', '\ndata: ') : data}\n\n`;
+  for (let i = 0; i < events.length; i++) {
+    const data = events[i] as string;
+    const name = names?.[i];
+    if (name !== null && name !== undefined) out += `event: ${name}\n`;
+    out += `data: ${data.includes('\n') ? data.replaceAll('\n', '\ndata: ') : data}\n\n`;
+  }
   return out;
 }
 

@@ -261,7 +261,11 @@ interface UpstreamContext {
 }
 
 function resolveUpstream(provider: ProviderName, params: Partial<ParamsInput>, { env, dropParams, at }: UpstreamContext): Omit<Upstream, 'upstreamModel'> {
-  const base = PROVIDER_INFO[provider].apiBase;
+  const { apiBase: base, responsesApi } = PROVIDER_INFO[provider];
+  if (params.responses_api && !responsesApi) {
+    const able = Object.entries(PROVIDER_INFO).filter(([, p]) => p.responsesApi).map(([name]) => `"${name}"`).join(', ');
+    throw new ConfigError(`${at}.responses_api: the "${provider}" provider has no Responses API to pass through to (only ${able} can)`);
+  }
   if (base === 'required' && params.api_base === undefined) throw new ConfigError(`${at}.api_base: provider "${provider}" needs its api_base (e.g. https://<resource>.openai.azure.com)`);
   const apiBase = base === null ? null : (params.api_base ?? base).replace(/\/+$/, '');
   return {
@@ -271,6 +275,7 @@ function resolveUpstream(provider: ProviderName, params: Partial<ParamsInput>, {
     timeouts: resolveTimeouts(params),
     settings: Object.freeze(PROVIDER_PARAMS[provider].settings(params)),
     dropParams: params.drop_params ?? dropParams,
+    responsesApi: params.responses_api ?? false,
   };
 }
 

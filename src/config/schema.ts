@@ -23,6 +23,12 @@ export const paramsSchema = z.looseObject({
   headers_timeout: seconds.optional(),
   /** Longest gap between two chunks of the response body (streams included). */
   idle_timeout: seconds.optional(),
+  /**
+   * Switchyard's own key, not LiteLLM's: the upstream serves `POST /responses` itself (OpenAI,
+   * vLLM, …), so `POST /v1/responses` is passed through to it instead of translated to chat.
+   * Only for providers whose upstream can (protocol/providers.ts, `responsesApi`).
+   */
+  responses_api: z.boolean().optional(),
   /** An OpenAI parameter the provider cannot honour is dropped instead of refused with 400 (CONTRACT.md, Native providers). */
   drop_params: z.boolean().optional(),
   // Each provider's own keys (src/config/provider-params.ts): api_version, anthropic_version, the mock knobs.

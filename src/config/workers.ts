@@ -24,12 +24,16 @@ export interface WorkerMode {
  * throughput with one worker, 0.70x inline; added latency at concurrency 1 2.7x against 1.23x;
  * CPU per chat request 2.07x against 1.48x). More than two CPUs: one worker per CPU, as before.
  *
- * TWO CPUs: 1 worker is PROVISIONAL. It awaits the bench on two CPUs for the gateway (one
- * worker or two, issue 27); change it here, the one place the rule lives.
+ * Two CPUs: one worker. Measured with the gateway on both CPUs of a two-core host (loadtest/ab.mjs,
+ * alternated rounds, concurrency 64, docs/PERFORMANCE.md "Two CPUs: one worker thread"): one
+ * worker served the most chat (6,422 req/s against 6,071 inline and 6,151 with two) and
+ * embeddings (1,091 against 955 and 992, at the least CPU per request, 335 us against 455 and
+ * 419); two workers led only streams (8,340 against 7,286 and 7,191) and cost the most CPU per
+ * chat request (111 us against 96 inline and 103) and 18-19 MB more memory than one.
  */
 export function workersForCpus(cpus: number): number {
   if (cpus <= 1) return 0;
-  if (cpus === 2) return 1; // provisional: see above
+  if (cpus === 2) return 1;
   return cpus;
 }
 

@@ -1,5 +1,5 @@
 /**
- * The provider routes (chat, embeddings) on the front thread: collect the
+ * The provider routes (chat, embeddings, responses) on the front thread: collect the
  * body within the limit, hand it to a worker, and write what comes back:
  * a whole reply, or an SSE stream relayed chunk by chunk with backpressure
  * and keep-alive comments. The front never parses a body.
@@ -161,9 +161,10 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
       this.finishError(code, frame.message, false, frame.headers.length > 0 ? frame.headers : undefined);
       return;
     }
-    // CONTRACT.md: a stream that fails after its first byte ends with one SSE error event, then closes.
+    // CONTRACT.md: a stream that fails after its first byte ends with one SSE error event, then closes
+    // (a Responses API stream with its own: `error` and `response.failed`, made by the worker).
     if (!this.ex.aborted) {
-      const event = `data: ${errorBody(code, frame.message)}\n\n`;
+      const event = frame.events ?? `data: ${errorBody(code, frame.message)}\n\n`;
       this.#bytesOut += Buffer.byteLength(event);
       this.ex.res.cork(() => {
         this.#writeHeldHead();

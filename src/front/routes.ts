@@ -5,7 +5,17 @@
  */
 
 import { z, type ZodType } from 'zod';
-import { chatRequestSchema, chatResponseSchema, embeddingsRequestSchema, embeddingsResponseSchema, modelListSchema, modelSchema } from '../../protocol/requests.js';
+import type { Operation } from '../../protocol/frames.js';
+import {
+  chatRequestSchema,
+  chatResponseSchema,
+  embeddingsRequestSchema,
+  embeddingsResponseSchema,
+  modelListSchema,
+  modelSchema,
+  responseObjectSchema,
+  responsesRequestSchema,
+} from '../../protocol/requests.js';
 import { gatewayStatusSchema, modelStatusListSchema, modelStatusSchema } from './status-schemas.js';
 
 export type HttpMethod = 'GET' | 'POST';
@@ -17,6 +27,7 @@ export type RouteAuth = 'bearer' | 'none';
 export type RouteKind =
   | 'chat'
   | 'embeddings'
+  | 'responses'
   | 'models'
   | 'model'
   | 'live'
@@ -96,6 +107,24 @@ export const ROUTES: readonly RouteSpec[] = [
     },
   },
   {
+    method: 'POST',
+    path: '/v1/responses',
+    auth: 'bearer',
+    kind: 'responses',
+    summary: 'OpenAI Responses API, stateless: passed through to deployments that serve it, otherwise run through chat; SSE events when stream is true',
+    tool: {
+      name: 'create_response',
+      description:
+        'Sends input (a string or message, function_call and function_call_output items) with optional instructions, function tools and a JSON-schema text format to the model a configured alias routes to, and returns a response object (or its SSE event stream with stream: true). Nothing is stored: previous_response_id is refused.',
+      scopes: ['responses:create'],
+      effect: 'write',
+      idempotent: false,
+      enqueuesJob: false,
+      input: responsesRequestSchema,
+      output: responseObjectSchema,
+    },
+  },
+  {
     method: 'GET',
     path: '/v1/models',
     auth: 'bearer',
@@ -144,6 +173,11 @@ export const ROUTES: readonly RouteSpec[] = [
   { method: 'GET', path: '/agent/manifest', auth: 'none', kind: 'manifest', summary: 'Agent manifest: the description plus a tool per callable operation' },
   { method: 'GET', path: '/docs', auth: 'none', kind: 'docs', summary: 'HTML summary of the API, generated from the route table' },
 ];
+
+/** The route kinds a worker serves: each is the provider operation of the same name. */
+export function isProviderKind(kind: RouteKind): kind is Operation {
+  return kind === 'chat' || kind === 'embeddings' || kind === 'responses';
+}
 
 /** `/status/models/{model}` → `/status/models/:model`, the uWS pattern syntax. */
 export function uwsPattern(path: string): string {

@@ -12,7 +12,8 @@ import { send, sendError, type Exchange } from './http.js';
 import * as ops from './operational.js';
 import { providerHandler } from './proxy.js';
 import { requestIdFrom } from './request-id.js';
-import { ROUTES, methodsByPath, uwsPattern, type RouteKind, type RouteSpec } from './routes.js';
+import { ROUTES, isProviderKind, methodsByPath, uwsPattern, type RouteKind, type RouteSpec } from './routes.js';
+import type { Operation } from '../../protocol/frames.js';
 
 type Handler = (res: HttpResponse, req: HttpRequest, requestId: string) => void;
 
@@ -42,7 +43,7 @@ export function buildApp(ctx: FrontContext): TemplatedApp {
       }
       if (entry.route.auth === 'bearer' && !ctx.auth.accepts(req.getHeader('authorization'))) {
         // spec 000, Authentication: missing or invalid bearer token → 401.
-        if (entry.route.kind === 'chat' || entry.route.kind === 'embeddings') ctx.counters.record(401);
+        if (isProviderKind(entry.route.kind)) ctx.counters.record(401);
         ctx.metrics.requests.inc({ route: entry.route.path, model: 'unrouted', provider: 'none', status: '401' });
         refuse(res, req, requestId, 'invalid_api_key', WWW_AUTHENTICATE);
         return;
@@ -157,7 +158,7 @@ function refuseFraming(res: HttpResponse, requestId: string, message: string): v
 }
 
 function handlerFor(ctx: FrontContext, route: RouteSpec): Handler {
-  if (route.kind === 'chat' || route.kind === 'embeddings') return providerHandler(ctx, route, route.kind);
+  if (isProviderKind(route.kind)) return providerHandler(ctx, route, route.kind);
   const serve = operational(ctx, route.kind);
   return (res, req, requestId) => {
     const ex: Exchange = { res, requestId, aborted: false, started: false, onSent: (status) => ctx.metrics.requests.inc({ route: route.path, model: 'none', provider: 'none', status: String(status) }) };
@@ -165,7 +166,7 @@ function handlerFor(ctx: FrontContext, route: RouteSpec): Handler {
   };
 }
 
-function operational(ctx: FrontContext, kind: Exclude<RouteKind, 'chat' | 'embeddings'>): (ex: Exchange, req: HttpRequest, res: HttpResponse) => void {
+function operational(ctx: FrontContext, kind: Exclude<RouteKind, Operation>): (ex: Exchange, req: HttpRequest, res: HttpResponse) => void {
   switch (kind) {
     case 'live':
       return (ex) => ops.live(ex);

@@ -88,6 +88,6 @@ export function upstreamChecks(routing: RoutingConfig, pool: WorkerPool, timeout
 }
 
 /** Only what the probe needs crosses to the worker (not the alias, id, weights or globs). */
-function probeTarget({ provider, apiBase, credentials, timeouts, settings, dropParams }: ProbeTarget): ProbeTarget {
-  return { provider, apiBase, credentials, timeouts, settings, dropParams };
+function probeTarget({ provider, apiBase, credentials, timeouts, settings, dropParams, responsesApi }: ProbeTarget): ProbeTarget {
+  return { provider, apiBase, credentials, timeouts, settings, dropParams, responsesApi };
 }

@@ -80,7 +80,7 @@ describe('npm run bench, cut short', () => {
     const rows = table('Targets');
     const targets = [
       'added latency, chat c1, p50', 'added latency, chat c1, p99', 'chat c64 throughput', 'chat c64, ratio to direct',
-      'streams c64 (20 chunks)', 'streams c64, ratio to direct', 'added TTFB p50, stream c1', 'embeddings c32 (16 inputs)',
+      'Responses API chat c64 (translated), ratio to chat completions c64', 'streams c64 (20 chunks)', 'streams c64, ratio to direct', 'added TTFB p50, stream c1', 'embeddings c32 (16 inputs)',
       'embeddings c32, ratio to direct', 'CPU per request, chat c64', `${SLOW_STREAMS} slow streams: errors, VmRSS while all open`,
       'idle RSS after start', 'peak RSS across the scenarios (VmHWM of the long-running gateway)', 'start to ready (spawn → first 200 from /ready)',
     ];

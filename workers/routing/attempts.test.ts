@@ -52,7 +52,7 @@ function routingOf(shape: Shape): RoutingConfig {
   const aliases: AliasRoute[] = [];
   shape.groups.forEach((g, gi) => {
     for (let d = 0; d < g.deployments; d++) {
-      aliases.push({ alias: `g${gi}`, id: `g${gi}-${d}`, weight: 1 + d, order: 1, maxParallel: 0, provider: 'openai', upstreamModel: `m${gi}${d}`, apiBase: 'http://127.0.0.1:9', credentials: { kind: 'not_required' }, timeouts, settings: {}, dropParams: false });
+      aliases.push({ alias: `g${gi}`, id: `g${gi}-${d}`, weight: 1 + d, order: 1, maxParallel: 0, provider: 'openai', upstreamModel: `m${gi}${d}`, apiBase: 'http://127.0.0.1:9', credentials: { kind: 'not_required' }, responsesApi: false, timeouts, settings: {}, dropParams: false });
     }
   });
   const list = (pick: (g: Shape['groups'][number]) => readonly number[]) =>
@@ -171,7 +171,7 @@ describe('the attempt loop (property)', () => {
                   return adapter.call(call, sink);
                 },
               };
-              await routeCall({ ...env, adapterFor: () => counting }, { group, op: 'chat', body: { model: group.name }, stream: batch.stream, requestId: 'r', maxResponseBytes: 1 << 20, flow: new Flow(), control: new CallControl() }, client);
+              await routeCall({ ...env, adapterFor: () => counting }, { group, op: 'chat', body: { model: group.name }, prepare: null, stream: batch.stream, requestId: 'r', maxResponseBytes: 1 << 20, flow: new Flow(), control: new CallControl() }, client);
               return { client, attempts };
             });
             for (const { client, attempts } of await Promise.all(runs)) {

@@ -24,7 +24,7 @@
  * Modelled on undici's RetryHandler (a retry decided from the outcome, never
  * after a byte went to the client) and LiteLLM's cooldown handling.
  */
-import type { RouterSettings } from '../../protocol/config.js';
+import type { RouterSettings, Upstream } from '../../protocol/config.js';
 import { REFUSED, type DeploymentStates, type Reservation } from '../../protocol/deployment-state.js';
 import type { ErrorCode } from '../../protocol/errors.js';
 import type { HeaderList, Operation, RouteLabels, RoutingNotice } from '../../protocol/frames.js';
@@ -38,7 +38,8 @@ import { pick, type PickResult } from './pick.js';
 
 /** What the loop answers through: an attempt's success as it came, and the routing facts the front reports. */
 export interface ClientSink extends AttemptSink {
-  fail(error: { code: ErrorCode; message: string }, headers: HeaderList): void;
+  /** `events`: how a stream failing after its commit ends, when the operation has its own form (workers/inbound/responses/). */
+  fail(error: { code: ErrorCode; message: string; events?: string }, headers: HeaderList): void;
   /** Who served the answer about to be sent (or was tried last), how many attempts it took, the fallback group if one served. */
   routed(deployment: string | null, attempts: number, fallback: string | null, labels: RouteLabels): void;
 }
@@ -58,6 +59,8 @@ export interface RoutedRequest {
   readonly op: Operation;
   /** The parsed body: its `model` is set to each attempt's upstream id. */
   readonly body: Record<string, unknown>;
+  /** What to send a deployment instead, when the operation decides it per deployment (the Responses API); null: `op` and `body`. */
+  readonly prepare: ((upstream: Upstream) => { op: Operation; body: Record<string, unknown> }) | null;
   readonly stream: boolean;
   readonly requestId: string;
   readonly maxResponseBytes: number;
@@ -138,11 +141,11 @@ class RoutedCall implements GateOwner {
     const request = this.#request;
     const control = new CallControl();
     request.control.onAbort((reason) => control.abort(reason));
-    request.body.model = deployment.upstream.upstreamModel;
+    const sent = this.#prepare(deployment);
     const call: ProviderCall = {
-      op: request.op,
+      op: sent.op,
       upstream: deployment.upstream,
-      body: request.body,
+      body: sent.body,
       stream: request.stream,
       requestId: request.requestId,
       maxResponseBytes: request.maxResponseBytes,
@@ -158,6 +161,7 @@ class RoutedCall implements GateOwner {
     this.#call = call;
     this.#started = performance.now();
     try {
+      if (sent.error !== null) throw sent.error;
       await this.#env.adapterFor(deployment).call(call, gate);
       return null;
     } catch (err) {
@@ -179,6 +183,20 @@ class RoutedCall implements GateOwner {
       request.control.onAbort(null);
       this.#env.states.release(deployment.slot, reservation);
       this.#call = null;
+    }
+  }
+
+  /** The operation and body for `deployment`; what `prepare` threw is the attempt's failure (thrown in its try). */
+  #prepare(deployment: Deployment): { op: Operation; body: Record<string, unknown>; error: unknown } {
+    const request = this.#request;
+    if (request.prepare === null) {
+      request.body.model = deployment.upstream.upstreamModel;
+      return { op: request.op, body: request.body, error: null };
+    }
+    try {
+      return { ...request.prepare(deployment.upstream), error: null };
+    } catch (error) {
+      return { op: request.op, body: request.body, error };
     }
   }
 
@@ -254,13 +272,14 @@ class RoutedCall implements GateOwner {
   /** A failure's weight on its deployment's shared state (the failure table's "cools" column). */
   #weigh(d: Deployment, reservation: Reservation, failure: AttemptFailure): void {
     const kind = failure.kind;
+    // Logged for every deployment, a route rule's (which keeps no state) included.
+    if (kind === 'auth') this.#notice('upstream_auth_failed', d, failure, 0);
     if (d.slot < 0 || (kind !== 'transient' && kind !== 'rate_limited' && kind !== 'auth')) return;
     const { states, settings } = this.#env;
     const cooldownMs = Math.max(settings.cooldownMs, Math.min(failure.retryAfterMs, MAX_PROVIDER_COOLDOWN_MS));
     const lone = (this.#group as Group).lone;
     const record = { code: failure.code, status: failure.status, coolNow: kind !== 'transient', cooldownMs, allowedFails: settings.allowedFails, lone };
     const cooled = states.fail(d.slot, reservation, record, this.#env.now());
-    if (kind === 'auth') this.#notice('upstream_auth_failed', d, failure, 0);
     if (cooled) this.#notice('deployment_cooled', d, failure, cooldownMs);
   }
 

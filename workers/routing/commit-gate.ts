@@ -93,7 +93,11 @@ export class CommitGate implements AttemptSink {
 
 /**
  * Whether whole SSE events carry content; throws the attempt's failure on
- * an error event (`data: {"error":…}`). `[DONE]` counts: the stream ends.
+ * an error event (`data: {"error":…}`, or a Responses API `error` /
+ * `response.failed`). `[DONE]` counts: the stream ends. A Responses API
+ * stream (a deployment with responses_api) commits at its first event past
+ * the preamble (`response.created`, `response.in_progress`, an item or a
+ * content part added).
  */
 export function carriesContent(bytes: Payload): boolean {
   const text = bytes instanceof Uint8Array ? utf8Text(bytes) : bytes.map((piece) => utf8Text(piece)).join('');
@@ -109,8 +113,12 @@ export function carriesContent(bytes: Payload): boolean {
       return true;
     }
     if (typeof event !== 'object' || event === null) return true;
-    if ('error' in event) throw new AttemptFailure('transient', 'upstream_error', 'the provider stream reported an error before its first content', 200);
-    if (hasContent(event as ChunkShape)) return true;
+    const type = (event as { type?: unknown }).type;
+    if ('error' in event || type === 'error' || type === 'response.failed') {
+      throw new AttemptFailure('transient', 'upstream_error', 'the provider stream reported an error before its first content', 200);
+    }
+    // A passed-through Responses API stream names its events; a chat chunk has none.
+    if (typeof type === 'string' ? !RESPONSES_PREAMBLE.has(type) : hasContent(event as ChunkShape)) return true;
   }
   return false;
 }
@@ -134,6 +142,9 @@ function hasContent(chunk: ChunkShape): boolean {
 }
 
 const TEXT_KEYS = ['content', 'reasoning_content', 'reasoning', 'refusal'] as const;
+
+/** The Responses API events that open a stream before any content: held like a chat stream's role chunk. */
+const RESPONSES_PREAMBLE: ReadonlySet<string> = new Set(['response.created', 'response.in_progress', 'response.queued', 'response.output_item.added', 'response.content_part.added']);
 
 /** The joined `data` lines of one event; null for one without (a comment). */
 function dataOf(raw: string): string | null {

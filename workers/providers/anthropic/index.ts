@@ -36,7 +36,9 @@ const created = (): number => Math.floor(Date.now() / 1000);
 
 const dialect: HttpDialect = {
   request(call, headers) {
-    if (call.op !== 'chat') throw new GatewayError('unsupported_operation', 'the anthropic provider has no embeddings API');
+    if (call.op === 'embeddings') throw new GatewayError('unsupported_operation', 'the anthropic provider has no embeddings API');
+    // A Responses API call reaches anthropic translated to chat (workers/inbound/responses/).
+    if (call.op !== 'chat') throw new GatewayError('unsupported_operation', 'the anthropic provider takes chat completions only');
     credentials(headers, call.upstream);
     const request = toMessagesRequest(call.body, { model: call.upstream.upstreamModel, dropParams: call.upstream.dropParams });
     return { path: '/v1/messages', body: JSON.stringify(request) };

@@ -30,6 +30,8 @@ function apiKey(headers: Record<string, string>, upstream: Pick<Upstream, 'crede
 
 const dialect: HttpDialect = {
   request(call, headers) {
+    // A Responses API call reaches azure translated to chat (protocol/providers.ts: no pass-through yet).
+    if (call.op === 'responses') throw new GatewayError('unsupported_operation', 'the azure provider does not pass the Responses API through');
     apiKey(headers, call.upstream);
     const path = `/openai/deployments/${pathSegment(call.upstream.upstreamModel)}/${OPERATIONS[call.op]}?api-version=${apiVersion(call.upstream)}`;
     return { path, body: JSON.stringify(call.body) };

@@ -12,7 +12,8 @@ import type { Provider } from '../adapter.js';
 import { httpAttempt, type HttpDialect } from '../http-attempt.js';
 import { PassThroughRelay } from './stream.js';
 
-const PATHS = { chat: '/chat/completions', embeddings: '/embeddings' } as const;
+/** `responses`: only for a deployment with params.responses_api (workers/inbound/responses/ sends the rest as chat). */
+const PATHS = { chat: '/chat/completions', embeddings: '/embeddings', responses: '/responses' } as const;
 
 /** `Authorization: Bearer <key>`, or nothing for a keyless self-hosted upstream. */
 function bearer(headers: Record<string, string>, credentials: Credentials): void {

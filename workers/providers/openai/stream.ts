@@ -35,7 +35,8 @@ export class PassThroughRelay implements StreamRelay {
     }
     if (batch.events.length === 0) return null;
     for (const data of batch.events) this.#check(data);
-    return encoder.encode(serializeEvents(batch.events));
+    // Named events (a Responses API stream's) keep their names.
+    return encoder.encode(serializeEvents(batch.events, batch.names));
   }
 
   end(rest: SseBatch): Uint8Array | readonly Uint8Array[] | null {
