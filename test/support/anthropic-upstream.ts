@@ -209,7 +209,7 @@ export function requestProblem(body: Record<string, unknown>): string | null {
     if (!isRecord(choice) || !['auto', 'any', 'tool', 'none'].includes(String(choice.type))) return 'tool_choice: Input tag is not one of the expected tags';
     if (choice.type === 'tool' && !toolNames.has(String(choice.name))) return `tool_choice: tool "${String(choice.name)}" is not in tools`;
   }
-  if (body.stop_sequences !== undefined && (!Array.isArray(body.stop_sequences) || body.stop_sequences.some((s) => typeof s !== 'string' || s.trim() === ''))) return 'stop_sequences: each must contain non-whitespace';
+  if (body.stop_sequences !== undefined && (!Array.isArray(body.stop_sequences) || body.stop_sequences.some((s) => typeof s !== 'string' || s === ''))) return 'stop_sequences: each must be a non-empty string';
   for (const key of ['temperature', 'top_p'] as const) {
     const v = body[key];
     if (v !== undefined && (typeof v !== 'number' || v < 0 || v > 1)) return `${key}: Input should be between 0 and 1`;

@@ -51,10 +51,15 @@ export interface HttpDialect {
 export interface StreamRelay {
   /** What to send for one parsed batch (null: nothing yet); throws the attempt's failure on an in-band error event. */
   batch(batch: SseBatch): Payload | null;
-  /** The upstream ended (`rest`: the parser's last events): what is left to send; throws when the stream was cut short. */
+  /** The upstream ended (`rest`: the parser's last events): what is left to send; a stream cut short fails (thrown, or by failure()). */
   end(rest: SseBatch): Payload | null;
   /** The usage the stream reported, for the access log and metrics. */
   usage(): Usage | null;
+  /**
+   * The stream's in-band failure (an error event), once the events before it were handed on: the
+   * attempt ends with it right after they are sent, so the client keeps what came first.
+   */
+  failure?(): unknown;
 }
 
 const USER_AGENT = `switchyard/${VERSION}`;
@@ -151,17 +156,20 @@ async function relayEvents(exchange: UpstreamExchange, call: ProviderCall, sink:
   const off = call.flow.onChange(follow);
   if (call.flow.paused) follow(true);
   try {
+    const send = (out: Payload | null) => {
+      if (out !== null) sink.data(out);
+      const failure = relay.failure?.() ?? null;
+      if (failure !== null) throw failure;
+    };
     exchange.relay((chunk) => {
       try {
-        const out = relay.batch(parser.push(chunk));
-        if (out !== null) sink.data(out);
+        send(relay.batch(parser.push(chunk)));
       } catch (err) {
         exchange.abort(err);
       }
     });
     await exchange.body;
-    const out = relay.end(parser.finish());
-    if (out !== null) sink.data(out);
+    send(relay.end(parser.finish()));
     return relay.usage();
   } finally {
     off();

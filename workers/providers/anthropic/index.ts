@@ -58,24 +58,42 @@ const dialect: HttpDialect = {
 };
 
 /** Each batch's events through the translator, its output as one frame. */
-class TranslatingRelay implements StreamRelay {
+export class TranslatingRelay implements StreamRelay {
   readonly #translator: MessagesStreamTranslator;
+  #failure: unknown = null;
 
   constructor(translator: MessagesStreamTranslator) {
     this.#translator = translator;
   }
 
+  /** An error event ends the translation; the events before it in the batch are still handed on (failure() then has it). */
   batch(batch: SseBatch): Uint8Array | null {
+    if (this.#failure !== null) throw this.#failure;
     const { events, names } = decodedEvents(batch);
     let out = '';
-    for (let i = 0; i < events.length; i++) out += this.#translator.event(names?.[i] ?? null, events[i] as string);
+    try {
+      for (let i = 0; i < events.length; i++) out += this.#translator.event(names?.[i] ?? null, events[i] as string);
+    } catch (err) {
+      this.#failure = err;
+    }
     return out.length === 0 ? null : encoder.encode(out);
   }
 
+  /** A stream cut short is a failure too, reported the same way. */
   end(rest: SseBatch): Uint8Array | null {
     const last = this.batch(rest);
-    this.#translator.end();
+    if (this.#failure === null) {
+      try {
+        this.#translator.end();
+      } catch (err) {
+        this.#failure = err;
+      }
+    }
     return last;
+  }
+
+  failure(): unknown {
+    return this.#failure;
   }
 
   usage(): Usage | null {

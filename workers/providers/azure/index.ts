@@ -50,7 +50,7 @@ const dialect: HttpDialect = {
 };
 
 /** Every event normalised; usage taken from the chunk that carries it. */
-class AzureRelay implements StreamRelay {
+export class AzureRelay implements StreamRelay {
   readonly #normaliser = new AzureStreamNormaliser();
 
   batch(batch: SseBatch): Uint8Array | null {

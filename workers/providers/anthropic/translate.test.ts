@@ -1,0 +1,147 @@
+/**
+ * The Anthropic translators against their golden files (golden/*.json:
+ * Anthropic's wire format in, the compatible form out), and what they
+ * refuse. UPDATE_GOLDEN=1 rewrites the expected sides (read the diff).
+ */
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { GatewayError } from '../../../protocol/errors.js';
+import { AttemptFailure } from '../../routing/failure.js';
+import { goldenFiles, sseData } from '../golden.js';
+import { anthropicError, anthropicHeaders } from './errors.js';
+import { toMessagesRequest, type RequestOptions } from './request.js';
+import { toChatCompletion, type ResponseOptions } from './response.js';
+import { MessagesStreamTranslator, type StreamOptions } from './stream.js';
+
+const DIR = join(import.meta.dirname, 'golden');
+
+describe('chat request → Anthropic Messages request (golden files)', () => {
+  for (const golden of goldenFiles<{ about: string; options: RequestOptions; chat: Record<string, unknown>; anthropic: unknown }>(DIR, 'request-')) {
+    it(`${golden.name}: ${golden.case.about}`, () => {
+      const before = JSON.stringify(golden.case.chat);
+      golden.expectAt('anthropic', toMessagesRequest(golden.case.chat, golden.case.options));
+      // The body is the attempt loop's, shared by every attempt: never changed.
+      expect(JSON.stringify(golden.case.chat)).toBe(before);
+    });
+  }
+});
+
+describe('Anthropic message → chat.completion (golden files)', () => {
+  for (const golden of goldenFiles<{ about: string; options: ResponseOptions; anthropic: unknown; chat: unknown }>(DIR, 'response-')) {
+    it(`${golden.name}: ${golden.case.about}`, () => {
+      golden.expectAt('chat', toChatCompletion(golden.case.anthropic, golden.case.options).completion);
+    });
+  }
+});
+
+interface StreamCase {
+  about: string;
+  options: StreamOptions;
+  events: Array<{ event: string; data: unknown }>;
+  chunks: unknown;
+  failure: unknown;
+}
+
+/** Feeds the events one by one; the chunks sent until the end or the failure, and the failure. */
+export function translateEvents(options: StreamOptions, events: StreamCase['events']): { chunks: unknown[]; failure: unknown } {
+  const translator = new MessagesStreamTranslator(options);
+  let sse = '';
+  try {
+    for (const { event, data } of events) sse += translator.event(event, JSON.stringify(data));
+    sse += translator.end();
+  } catch (err) {
+    const failure = err instanceof AttemptFailure ? { kind: err.kind, code: err.code, status: err.status, message: err.message, detail: err.detail } : { code: (err as GatewayError).code, message: (err as Error).message };
+    return { chunks: sseData(sse), failure };
+  }
+  return { chunks: sseData(sse), failure: null };
+}
+
+describe('Anthropic stream → chat.completion.chunk events (golden files)', () => {
+  for (const golden of goldenFiles<StreamCase>(DIR, 'stream-')) {
+    it(`${golden.name}: ${golden.case.about}`, () => {
+      const { chunks, failure } = translateEvents(golden.case.options, golden.case.events);
+      golden.expectAt('chunks', chunks);
+      golden.expectAt('failure', failure);
+      // CONTRACT.md, Streams: exactly one role chunk, the first.
+      const roles = chunks.filter((c) => typeof c === 'object' && (c as { choices: Array<{ delta: { role?: string } }> }).choices[0]?.delta.role !== undefined);
+      expect(roles).toHaveLength(1);
+      expect(chunks[0]).toBe(roles[0]);
+    });
+  }
+});
+
+describe('Anthropic errors and headers', () => {
+  for (const golden of goldenFiles<{ about: string; status: number; body: string; compatible: unknown }>(DIR, 'error-')) {
+    it(`${golden.name}: ${golden.case.about}`, () => {
+      const { contentType, body } = anthropicError(golden.case.status, golden.case.body);
+      expect(contentType).toBe('application/json');
+      golden.expectAt('compatible', JSON.parse(new TextDecoder().decode(body)));
+    });
+  }
+
+  it('maps anthropic-ratelimit-* onto the allowlist (resets as seconds from now), keeps retry-after, drops the rest', () => {
+    const now = Date.parse('2026-11-26T12:00:00Z');
+    const headers = anthropicHeaders(
+      {
+        'anthropic-ratelimit-requests-limit': '50',
+        'anthropic-ratelimit-requests-remaining': '49',
+        'anthropic-ratelimit-requests-reset': '2026-11-26T12:00:12Z',
+        'anthropic-ratelimit-tokens-limit': '80000',
+        'anthropic-ratelimit-tokens-remaining': '79000',
+        'anthropic-ratelimit-tokens-reset': 'soon',
+        'anthropic-ratelimit-input-tokens-limit': '40000',
+        'retry-after': '7',
+        'request-id': 'req_1',
+        'x-api-key-echo': 'sk-ant-secret',
+      },
+      now,
+    );
+    const map = Object.fromEntries(Array.from({ length: headers.length / 2 }, (_, i) => [headers[2 * i], headers[2 * i + 1]]));
+    expect(map).toEqual({
+      'retry-after': '7',
+      'x-ratelimit-limit-requests': '50',
+      'x-ratelimit-remaining-requests': '49',
+      'x-ratelimit-reset-requests': '12s',
+      'x-ratelimit-limit-tokens': '80000',
+      'x-ratelimit-remaining-tokens': '79000',
+      'x-ratelimit-reset-tokens': 'soon',
+    });
+  });
+});
+
+describe('what the request translation refuses', () => {
+  const base = { model: 'a', messages: [{ role: 'user', content: 'hi' }] };
+  const options = { model: 'claude-fake-1', dropParams: false };
+  const refusal = (body: Record<string, unknown>) => {
+    try {
+      toMessagesRequest(body, options);
+    } catch (err) {
+      return err as GatewayError;
+    }
+    throw new Error('not refused');
+  };
+
+  it.each([
+    [{ n: 2 }, 'n'],
+    [{ logit_bias: { '1': 5 } }, 'logit_bias'],
+    [{ logprobs: true }, 'logprobs'],
+    [{ seed: 1 }, 'seed'],
+    [{ frequency_penalty: 0.2 }, 'frequency_penalty'],
+    [{ response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'object' } } }, tools: [{ type: 'function', function: { name: 't' } }] }, 'response_format'],
+    [{ tools: [{ type: 'custom', custom: { name: 'g' } }] }, 'tools[0].type'],
+    [{ messages: [{ role: 'user', content: [{ type: 'input_audio', input_audio: { data: 'x', format: 'wav' } }] }] }, 'messages[0].content[0].type'],
+    [{ messages: [{ role: 'function', name: 'f', content: 'x' }] }, 'messages[0].role'],
+  ])('%j → 400 unsupported_parameter naming %s', (extra, param) => {
+    const err = refusal({ ...base, ...extra });
+    expect(err).toBeInstanceOf(GatewayError);
+    expect(err.code).toBe('unsupported_parameter');
+    expect(err.message.startsWith(`${param}:`)).toBe(true);
+    expect(err.message).toContain('drop_params');
+  });
+
+  it('tool call arguments that are not a JSON object are the caller\'s 400', () => {
+    const err = refusal({ ...base, messages: [{ role: 'assistant', content: null, tool_calls: [{ id: 't', type: 'function', function: { name: 'f', arguments: '[1]' } }] }] });
+    expect(err.code).toBe('invalid_request');
+    expect(err.message).toContain('messages[0].tool_calls[0].function.arguments');
+  });
+});

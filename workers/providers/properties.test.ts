@@ -1,0 +1,163 @@
+/**
+ * Properties of the translating adapters (issue 23, Tests):
+ * - any split of a provider's stream into chunks (the SSE parser, then the
+ *   adapter's relay) gives the client the same stream: the golden streams
+ *   of anthropic/ and azure/, cut at random bytes;
+ * - any valid chat request maps to an Anthropic request that Anthropic
+ *   takes: the fake's check (test/support/anthropic-upstream.ts, the rules
+ *   the official SDK's fake was proved with) finds nothing to refuse.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { requestProblem } from '../../test/support/anthropic-upstream.js';
+import { joinPieces } from '../../protocol/channel.js';
+import { SseParser } from '../sse.js';
+import { sseText } from './golden.js';
+import type { StreamRelay } from './http-attempt.js';
+import { TranslatingRelay } from './anthropic/index.js';
+import { toMessagesRequest } from './anthropic/request.js';
+import { MessagesStreamTranslator, type StreamOptions } from './anthropic/stream.js';
+import { AzureRelay } from './azure/index.js';
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/** The bytes a relay gives for `bytes` cut at `cuts`, as http-attempt.ts drives it; then the failure's message when it failed. */
+function relayed(relay: StreamRelay, bytes: Uint8Array, cuts: number[]): string {
+  const parser = new SseParser(1 << 20);
+  const points = [...new Set(cuts.map((c) => c % (bytes.length + 1)))].sort((a, b) => a - b);
+  let out = '';
+  const take = (payload: ReturnType<StreamRelay['batch']>) => {
+    if (payload !== null) out += decoder.decode(payload instanceof Uint8Array ? payload : joinPieces(payload));
+  };
+  const failed = () => {
+    const failure = relay.failure?.() ?? null;
+    if (failure !== null) throw failure;
+  };
+  try {
+    let at = 0;
+    for (const point of [...points, bytes.length]) {
+      if (point <= at) continue;
+      // A copy: the parser may keep a verbatim chunk, as it may undici's.
+      take(relay.batch(parser.push(bytes.slice(at, point))));
+      failed();
+      at = point;
+    }
+    take(relay.end(parser.finish()));
+    failed();
+  } catch (err) {
+    return `${out}\nfailed: ${(err as Error).message}`;
+  }
+  return out;
+}
+
+function streams(dir: string): Array<{ name: string; events: Array<{ event?: string; data: unknown }>; options?: StreamOptions }> {
+  const path = join(import.meta.dirname, dir, 'golden');
+  return readdirSync(path)
+    .filter((name) => name.startsWith('stream-'))
+    .map((name) => ({ name, ...(JSON.parse(readFileSync(join(path, name), 'utf8')) as { events: Array<{ event?: string; data: unknown }>; options?: StreamOptions }) }));
+}
+
+const cutsArb = fc.array(fc.nat(), { maxLength: 40 });
+
+describe('any split of a provider stream gives the client the same stream', () => {
+  for (const golden of streams('anthropic')) {
+    it(`anthropic ${golden.name}`, () => {
+      const bytes = encoder.encode(sseText(golden.events));
+      const fresh = () => new TranslatingRelay(new MessagesStreamTranslator(golden.options as StreamOptions));
+      const whole = relayed(fresh(), bytes, []);
+      fc.assert(fc.property(cutsArb, (cuts) => relayed(fresh(), bytes, cuts) === whole), { numRuns: 200 });
+    });
+  }
+  for (const golden of streams('azure')) {
+    it(`azure ${golden.name}`, () => {
+      // Azure's events are data only, as the service writes them; CRLF line ends are allowed too.
+      const text = golden.events.map((e) => `data: ${typeof e === 'string' ? e : JSON.stringify(e)}\n\n`).join('');
+      const fresh = () => new AzureRelay();
+      const whole = relayed(fresh(), encoder.encode(text), []);
+      expect(whole).toContain('[DONE]');
+      fc.assert(
+        fc.property(cutsArb, fc.boolean(), (cuts, crlf) => relayed(fresh(), encoder.encode(crlf ? text.replaceAll('\n', '\r\n') : text), cuts) === whole),
+        { numRuns: 200 },
+      );
+    });
+  }
+});
+
+// ── valid chat requests ──
+
+const text = fc.oneof(fc.string({ minLength: 1, maxLength: 12 }).filter((s) => s.trim().length > 0), fc.constantFrom('Hello', 'Wie spät ist es?', '東京'));
+const blank = fc.constantFrom('', ' ', '\n');
+const toolName = fc.stringMatching(/^[a-z][a-z_]{0,9}$/);
+
+/** A user message: text, maybe as parts with blank parts and images among them. */
+const userMessage = fc.oneof(
+  text.map((t) => ({ role: 'user', content: t })),
+  fc
+    .tuple(text, fc.array(fc.oneof(blank.map((b) => ({ type: 'text', text: b })), fc.constant({ type: 'image_url', image_url: { url: 'data:image/png;base64,iVBORw0KGgo=' } })), { maxLength: 3 }))
+    .map(([t, extra]) => ({ role: 'user', content: [{ type: 'text', text: t }, ...extra] })),
+);
+
+/** An assistant turn: text (maybe blank), or tool calls answered by tool messages (results maybe blank). */
+const assistantTurn = fc.oneof(
+  fc.oneof(text, blank).map((t) => [{ role: 'assistant', content: t }]),
+  fc.tuple(fc.oneof(fc.constant(null), text, blank), fc.array(fc.tuple(toolName, fc.dictionary(toolName, fc.oneof(fc.integer(), text)), fc.oneof(text, blank)), { minLength: 1, maxLength: 3 })).map(([content, calls]) => [
+    { role: 'assistant', content, tool_calls: calls.map(([name, args], i) => ({ id: `call_${i}`, type: 'function', function: { name, arguments: JSON.stringify(args) } })) },
+    ...calls.map(([, , result], i) => ({ role: 'tool', tool_call_id: `call_${i}`, content: result })),
+  ]),
+);
+
+const chatRequest = fc
+  .record(
+    {
+      system: fc.array(fc.record({ role: fc.constantFrom('system', 'developer'), content: fc.oneof(text, blank) }), { maxLength: 2 }),
+      turns: fc.array(fc.tuple(userMessage, fc.option(assistantTurn, { nil: undefined })), { minLength: 1, maxLength: 4 }),
+      last: userMessage,
+      tools: fc.uniqueArray(toolName, { maxLength: 3 }),
+      toolChoice: fc.constantFrom(undefined, 'auto', 'none', 'required', 'named'),
+      parallel: fc.option(fc.boolean(), { nil: undefined }),
+      format: fc.constantFrom(undefined, 'text', 'json_object', 'json_schema'),
+      maxTokens: fc.option(fc.integer({ min: 1, max: 8192 }), { nil: undefined }),
+      maxCompletionTokens: fc.option(fc.integer({ min: 1, max: 8192 }), { nil: undefined }),
+      temperature: fc.option(fc.double({ min: 0, max: 1, noNaN: true }), { nil: undefined }),
+      topP: fc.option(fc.double({ min: 0, max: 1, noNaN: true }), { nil: undefined }),
+      stop: fc.option(fc.oneof(text, fc.array(fc.oneof(text, fc.constant('')), { maxLength: 3 })), { nil: undefined }),
+      stream: fc.boolean(),
+      user: fc.option(text, { nil: undefined }),
+      extra: fc.dictionary(fc.stringMatching(/^x_[a-z]{1,6}$/), fc.jsonValue()),
+    },
+    { requiredKeys: ['turns', 'last'] },
+  )
+  .map((r) => {
+    const messages = [...(r.system ?? []), ...r.turns.flatMap(([u, a]) => [u, ...(a ?? [])]), r.last];
+    const body: Record<string, unknown> = { ...r.extra, model: 'alias', messages, n: 1, stream: r.stream };
+    const tools = r.tools ?? [];
+    if (tools.length > 0) {
+      body.tools = tools.map((name) => ({ type: 'function', function: { name, parameters: { type: 'object', properties: { q: { type: 'string' } } } } }));
+      if (r.toolChoice === 'named') body.tool_choice = { type: 'function', function: { name: tools[0] } };
+      else if (r.toolChoice !== undefined) body.tool_choice = r.toolChoice;
+      if (r.parallel !== undefined) body.parallel_tool_calls = r.parallel;
+    } else if (r.format !== undefined) {
+      body.response_format = r.format === 'json_schema' ? { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'object', properties: { a: { type: 'string' } } } } } : { type: r.format };
+    }
+    const optional = { max_tokens: r.maxTokens, max_completion_tokens: r.maxCompletionTokens, temperature: r.temperature, top_p: r.topP, stop: r.stop, user: r.user };
+    for (const [key, value] of Object.entries(optional)) if (value !== undefined) body[key] = value;
+    if (r.stream) body.stream_options = { include_usage: true };
+    return body;
+  });
+
+describe('any valid chat request maps to a Messages request Anthropic takes', () => {
+  it('the fake\'s request check (Anthropic\'s rules) finds nothing, and no blank text block is sent', () => {
+    fc.assert(
+      fc.property(chatRequest, (body) => {
+        const request = toMessagesRequest(body, { model: 'claude-fake-1', dropParams: false });
+        const problem = requestProblem(request);
+        if (problem !== null) throw new Error(`${problem}\n${JSON.stringify(request)}`);
+        expect(JSON.stringify(request)).not.toMatch(/"type":"text","text":"\s*"/);
+      }),
+      { numRuns: 500 },
+    );
+  });
+});
