@@ -29,6 +29,12 @@ describe('DeploymentStates', () => {
     expect(b.inFlight(0)).toBe(2);
   });
 
+  it('releasing slot -1 (a route-rule target, reserved without a slot) changes nothing and does not throw', () => {
+    const { a } = twoWorkers();
+    expect(() => a.release(-1, RESERVED)).not.toThrow();
+    expect(a.inFlight(0)).toBe(0);
+  });
+
   it('allowed_fails failures within the window cool it; older ones start a new window', () => {
     const { a } = twoWorkers();
     expect(a.fail(0, RESERVED, failure(), T0)).toBe(false);

@@ -180,9 +180,12 @@ export class DeploymentStates {
     return kind;
   }
 
-  /** Gives back a reservation. A trial with no outcome (the client left) frees the trial for the next call. */
+  /**
+   * Gives back a reservation. A trial with no outcome (the client left) frees the trial for the next call.
+   * Slot -1 (a route-rule target, which keeps no state: pick.ts reserves it without a slot) has nothing to give back.
+   */
   release(slot: number, kind: Reservation): void {
-    if (kind === REFUSED) return;
+    if (kind === REFUSED || slot < 0) return;
     Atomics.sub(this.#i32, slot * I32_PER_SLOT + IN_FLIGHT, 1);
     Atomics.sub(this.#shares, this.#worker * this.capacity + slot, 1);
     if (kind === TRIAL_RESERVED) Atomics.compareExchange(this.#i32, slot * I32_PER_SLOT + TRIAL, this.#worker + 1, 0);
