@@ -17,6 +17,7 @@
 //                        runs a short bench into a temporary file, so the committed run stays)
 //   BENCH_ONLY=routing   only the routing scenarios (docs/ROUTING.md), printed, nothing written: a smoke
 //                        run of them (`BENCH_ONLY=routing BENCH_SECONDS=1 BENCH_REPEATS=1 npm run bench`)
+//   BENCH_ONLY=native    only the native-provider scenarios (anthropic against openai), likewise
 //
 // Never accumulate or re-scan a child's stdout (the gateway logs every request): it is drained.
 import { spawn, execFileSync } from 'node:child_process';
@@ -30,8 +31,10 @@ import { run, hold } from './load.mjs';
 import { START_ARGS } from './start-args.mjs';
 
 const benchStarted = performance.now();
-/** BENCH_ONLY=routing: the routing scenarios alone. */
+/** BENCH_ONLY=routing or =native: that section's scenarios alone, printed, nothing written. */
 const routingOnly = process.env.BENCH_ONLY === 'routing';
+const nativeOnly = process.env.BENCH_ONLY === 'native';
+const sectionOnly = routingOnly || nativeOnly;
 const startedAt = new Date();
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const env = process.env;
@@ -198,6 +201,8 @@ writeFileSync(config, `model_list:
     params: { model: openai/bench-model, api_base: ${upstreamBase}/paced/v1, api_key: upstream-key }
   - model_name: bench-responses
     params: { model: openai/bench-model, api_base: ${upstreamBase}/v1, api_key: upstream-key, responses_api: true }
+  - model_name: bench-claude
+    params: { model: anthropic/bench-model, api_base: ${upstreamBase}/anthropic, api_key: upstream-key }
 ${routingYaml(upstreamBase)}`);
 const gatewayEnv = (workers, port) => ({ GATEWAY_CONFIG: config, GATEWAY_API_KEY: KEY, PORT: String(port), HOST: '127.0.0.1', GATEWAY_WORKERS: workers, LOG_LEVEL: 'info' });
 const servers = {
@@ -214,7 +219,7 @@ const RELAY = 'bare relay';
 
 // ---------------------------------------------------------------- start to ready, idle RSS (fresh processes)
 const startup = Object.fromEntries(gatewayNames.map((n) => [n, { readyMs: [], idleMB: [] }]));
-for (let i = 0; i < (routingOnly ? 0 : repeats); i++) {
+for (let i = 0; i < (sectionOnly ? 0 : repeats); i++) {
   for (const name of gatewayNames) {
     const s = await startServer(servers[name](await freePort()));
     await sleep(1000); // idle: started, one readiness probe answered, nothing else
@@ -277,6 +282,22 @@ const ROUTING_SCENARIOS = [
   { key: 'failing', name: 'routing: chat c64, a pair with one deployment answering 500', body: chatBody.replace('"bench-chat"', '"bench-failover"') },
 ];
 
+/**
+ * The native-provider scenarios (issue 23): chat and streams of 20 chunks at concurrency 64 through the
+ * `anthropic` adapter (the request translated to a Messages request, the answer and every stream event
+ * translated back) beside the same through `openai` (passed through), back to back in each repeat.
+ * Goal: translated throughput at least 0.75× the pass-through's in the same run.
+ */
+const NATIVE_SCENARIOS = [
+  { key: 'openaiChat', name: 'native: chat c64 through openai (passed through)', body: chatBody },
+  { key: 'claudeChat', name: 'native: chat c64 through anthropic (translated)', body: chatBody.replace('"bench-chat"', '"bench-claude"') },
+  { key: 'openaiStream', name: 'native: stream of 20 chunks c64 through openai (passed through)', body: streamBody },
+  { key: 'claudeStream', name: 'native: stream of 20 chunks c64 through anthropic (translated)', body: streamBody.replace('"bench-chat"', '"bench-claude"') },
+];
+const NATIVE_GOAL = 0.75;
+/** Content chunks per stream in these scenarios, for the CPU per chunk. */
+const STREAM_CHUNKS = 20;
+
 const sorted = (xs) => xs.filter(Number.isFinite).sort((a, b) => a - b);
 const median = (xs) => { const s = sorted(xs); return s.length ? s[Math.floor((s.length - 1) / 2)] : NaN; };
 const stats = (xs) => { const s = sorted(xs); return { min: s[0] ?? NaN, med: median(s), max: s.at(-1) ?? NaN }; };
@@ -332,13 +353,13 @@ async function sampled(pid, fn) {
 // pod's are after its first seconds. Without it that scenario ran beside TurboFan: a perf profile of
 // one worker at concurrency 1, 2–5 s after start, had 15 % of the gateway's CPU in the compiler, and
 // 0.01 % at 9–12 s.
-for (const s of scenarios.filter((x) => x.connections > 1 && !routingOnly)) {
+for (const s of scenarios.filter((x) => x.connections > 1 && !sectionOnly)) {
   for (const [name, t] of targetsOf(s)) await run({ ...loadOf(s, name, t), durationMs: WARMUP_MS_EACH, warmupMs: 0 });
 }
 
 // ---------------------------------------------------------------- throughput and latency scenarios
 const measured = {}; // key → target → [result]
-for (const s of routingOnly ? [] : scenarios) {
+for (const s of sectionOnly ? [] : scenarios) {
   measured[s.key] = Object.fromEntries(targetsOf(s).map(([t]) => [t, []]));
   for (let i = 0; i < repeats; i++) {
     for (const [name, t] of targetsOf(s)) {
@@ -371,7 +392,7 @@ for (const s of routingOnly ? [] : scenarios) {
 // /health/live paced at one request per 5 ms and /metrics at one per 25 ms, each on its own
 // connection, while 64 connections run chat: what a kubelet and a scraper see under full load.
 const probes = Object.fromEntries(switchyardModes.map((n) => [n, []]));
-for (let i = 0; i < (routingOnly ? 0 : repeats); i++) {
+for (let i = 0; i < (sectionOnly ? 0 : repeats); i++) {
   for (const name of switchyardModes) {
     const t = targets[name];
     const common = { url: t.url, durationMs: seconds * 1000 };
@@ -397,10 +418,10 @@ for (const name of switchyardModes) {
 // cooled, and half-open once per cooldown_time). Only Switchyard runs them: the others have no groups.
 const routing = Object.fromEntries(switchyardModes.map((n) => [n, Object.fromEntries(ROUTING_SCENARIOS.map((r) => [r.key, []]))]));
 // Warm-up: each group takes the load once first (and the failing deployment is cooled by its end).
-for (const name of switchyardModes) {
+for (const name of nativeOnly ? [] : switchyardModes) {
   for (const r of ROUTING_SCENARIOS) await run({ url: targets[name].url, path: '/v1/chat/completions', body: r.body, headers: targets[name].headers, connections: 64, durationMs: WARMUP_MS_EACH, warmupMs: 0 });
 }
-for (let i = 0; i < repeats; i++) {
+for (let i = 0; i < (nativeOnly ? 0 : repeats); i++) {
   for (const name of switchyardModes) {
     for (const r of ROUTING_SCENARIOS) {
       const t = targets[name];
@@ -420,12 +441,47 @@ const routingFigures = (name) => {
     errors: m.one.concat(m.four, m.pair).reduce((n, r) => n + r.errors, 0),
   };
 };
-for (const name of switchyardModes) {
+for (const name of nativeOnly ? [] : switchyardModes) {
   const f = routingFigures(name);
   for (const r of ROUTING_SCENARIOS) console.log(`${r.name} [${name}]: ${fmt(median(routing[name][r.key].map((x) => x.rps)))} req/s, CPU ${fmt(median(routing[name][r.key].map((x) => x.cpuPerReqUs)), 1)} µs/req, errors ${routing[name][r.key].reduce((n, x) => n + x.errors, 0)}`);
   console.log(`routing [${name}]: 4 deployments ÷ 1: ${spread(f.four, 3)}× (goal ≥ 0.95); failing pair ÷ healthy pair: ${spread(f.failover, 3)}× (goal ≥ 0.9); client-visible errors with a failing deployment: ${f.failingErrors} (goal ≤ allowed_fails, 3)`);
 }
-if (routingOnly) {
+// ---------------------------------------------------------------- native providers (issue 23)
+const native = Object.fromEntries(switchyardModes.map((n) => [n, Object.fromEntries(NATIVE_SCENARIOS.map((r) => [r.key, []]))]));
+for (const name of routingOnly ? [] : switchyardModes) {
+  for (const r of NATIVE_SCENARIOS) await run({ url: targets[name].url, path: '/v1/chat/completions', body: r.body, headers: targets[name].headers, connections: 64, durationMs: WARMUP_MS_EACH, warmupMs: 0 });
+}
+for (let i = 0; i < (routingOnly ? 0 : repeats); i++) {
+  for (const name of switchyardModes) {
+    for (const r of NATIVE_SCENARIOS) {
+      const t = targets[name];
+      const cpu0 = cpuSeconds(t.pid);
+      const res = await run({ url: t.url, path: '/v1/chat/completions', body: r.body, headers: t.headers, connections: 64, durationMs: seconds * 1000 });
+      res.cpuPerReqUs = ((cpuSeconds(t.pid) - cpu0) * 1e6) / res.total;
+      native[name][r.key].push(res);
+    }
+  }
+}
+const nativeFigures = (name) => {
+  const m = native[name];
+  return {
+    chat: stats(m.claudeChat.map((r, i) => r.rps / m.openaiChat[i].rps)),
+    stream: stats(m.claudeStream.map((r, i) => r.rps / m.openaiStream[i].rps)),
+    errors: Object.values(m).flat().reduce((n, r) => n + r.errors, 0),
+  };
+};
+for (const name of routingOnly ? [] : switchyardModes) {
+  const f = nativeFigures(name);
+  for (const r of NATIVE_SCENARIOS) {
+    const m = native[name][r.key];
+    const cpu = median(m.map((x) => x.cpuPerReqUs));
+    const perChunk = r.key.endsWith('Stream') ? `, ${fmt(cpu / STREAM_CHUNKS, 2)} µs per chunk` : '';
+    console.log(`${r.name} [${name}]: ${fmt(median(m.map((x) => x.rps)))} req/s, CPU ${fmt(cpu, 1)} µs/req${perChunk}, errors ${m.reduce((n, x) => n + x.errors, 0)}`);
+  }
+  console.log(`native [${name}]: anthropic ÷ openai, chat ${spread(f.chat, 3)}×, streams ${spread(f.stream, 3)}× (goal ≥ ${NATIVE_GOAL} each); errors ${f.errors}`);
+}
+
+if (sectionOnly) {
   for (const name of gatewayNames) await stopServer(gw[name]);
   await stopServer(relay);
   await stopServer(upstream);
@@ -646,6 +702,23 @@ function routingTable() {
   return rows.join('\n');
 }
 
+function nativeTable() {
+  const rows = ['| scenario | through | req/s | CPU per request | CPU per stream chunk | errors |', '|---|---|---|---|---|---|'];
+  for (const r of NATIVE_SCENARIOS) {
+    for (const name of switchyardModes) {
+      const m = native[name][r.key];
+      const cpu = stats(m.map((x) => x.cpuPerReqUs));
+      const perChunk = r.key.endsWith('Stream') ? `${spread(cpu, 2, (x) => x / STREAM_CHUNKS)} µs` : '—';
+      rows.push(`| ${r.name} | ${name} | ${spread(stats(m.map((x) => x.rps)))} | ${spread(cpu, 1)} µs | ${perChunk} | ${m.reduce((n, x) => n + x.errors, 0)} |`);
+    }
+  }
+  rows.push('', '| goal | ' + switchyardModes.join(' | ') + ' |', '|---|' + switchyardModes.map(() => '---|').join(''));
+  const f = Object.fromEntries(switchyardModes.map((n) => [n, nativeFigures(n)]));
+  rows.push(`| anthropic chat ÷ openai chat ≥ ${NATIVE_GOAL}× | ${switchyardModes.map((n) => `${spread(f[n].chat, 3)}× ${mark(f[n].chat.med >= NATIVE_GOAL)}`).join(' | ')} |`);
+  rows.push(`| anthropic streams ÷ openai streams ≥ ${NATIVE_GOAL}× | ${switchyardModes.map((n) => `${spread(f[n].stream, 3)}× ${mark(f[n].stream.med >= NATIVE_GOAL)}`).join(' | ')} |`);
+  return rows.join('\n');
+}
+
 const ratioCell = (st) => (Number.isFinite(st.med) ? `${fmt(st.min, 1)} / ${fmt(st.med, 1)} / ${fmt(st.max, 1)}×` : '—');
 const peerTable = !gw.portkey ? '' : [
   '| scenario | through | throughput ÷ Portkey\'s, min / med / max | Portkey\'s added p50 ÷ this one\'s | Portkey\'s added p99 ÷ this one\'s |',
@@ -783,6 +856,14 @@ half-open once per cooldown_time). Goals: four deployments within 5 % of one; th
 0.9× the healthy pair or better; no client-visible error beyond the first allowed_fails (3).
 
 ${routingTable()}
+
+## Native providers (issue 23)
+
+Chat and streams of 20 chunks at concurrency 64 through the \`anthropic\` adapter (translated both ways, against the bench
+upstream's Anthropic endpoint) beside the same through \`openai\` (passed through), back to back in each repeat and mode,
+${seconds} s × ${repeats}. CPU per stream chunk: CPU per stream ÷ ${STREAM_CHUNKS}.
+
+${nativeTable()}
 
 ${gw.portkey ? `## Versus Portkey's gateway (the peer)
 

@@ -22,6 +22,10 @@
 //
 // POST /v1/responses answers a fixed Responses API object (not streamed): the pass-through
 // deployment's upstream, and the direct path of the Responses scenarios.
+//
+// POST /anthropic/v1/messages answers as Anthropic's Messages API does (the `anthropic` provider's
+// upstream in the native-provider scenarios): the same text and usage as a Message, or as its named
+// event stream with the same 20 text deltas (ping included), in one write.
 import uws from 'uWebSockets.js';
 
 const port = Number(process.argv[2] ?? 0);
@@ -48,6 +52,21 @@ const chunk = (i) => `data: ${JSON.stringify({
 })}\n\n`;
 const usageChunk = `data: ${JSON.stringify({ ...chunkHead, system_fingerprint: 'fp_bench', choices: [], usage: { prompt_tokens: 9, completion_tokens: 20, total_tokens: 29 } })}\n\n`;
 const stream20 = Array.from({ length: 20 }, (_, i) => chunk(i)).join('') + (streamUsage ? usageChunk : '') + 'data: [DONE]\n\n';
+// Anthropic's wire format of the same answers (test/support/anthropic-upstream.ts is its proved fake).
+const message = JSON.stringify({
+  id: 'msg_bench', type: 'message', role: 'assistant', model: 'bench-model', content: [{ type: 'text', text: 'Hello from the bench upstream.' }],
+  stop_reason: 'end_turn', stop_sequence: null, usage: { input_tokens: 9, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 7 },
+});
+const event = (name, data) => `event: ${name}\ndata: ${JSON.stringify({ type: name, ...data })}\n\n`;
+const messageStream = [
+  event('message_start', { message: { id: 'msg_bench', type: 'message', role: 'assistant', model: 'bench-model', content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 9, output_tokens: 1 } } }),
+  event('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }),
+  event('ping', {}),
+  ...Array.from({ length: 20 }, (_, i) => event('content_block_delta', { index: 0, delta: { type: 'text_delta', text: `tok${i} ` } })),
+  event('content_block_stop', { index: 0 }),
+  event('message_delta', { delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 20 } }),
+  event('message_stop', {}),
+].join('');
 const vector = Array.from({ length: 1536 }, (_, i) => Math.round(Math.sin(i) * 1e6) / 1e6);
 const embeddings = JSON.stringify({
   object: 'list', model: 'bench-embed',
@@ -136,6 +155,12 @@ app.post('/v1/embeddings', (res) => {
 });
 app.post('/v1/responses', (res) => {
   readBody(res, () => res.cork(() => res.writeStatus('200 OK').writeHeader('content-type', 'application/json').end(response)));
+});
+app.post('/anthropic/v1/messages', (res) => {
+  readBody(res, (stream) => res.cork(() => {
+    if (stream) res.writeStatus('200 OK').writeHeader('content-type', 'text/event-stream').end(messageStream);
+    else res.writeStatus('200 OK').writeHeader('content-type', 'application/json').end(message);
+  }));
 });
 app.get('/v1/models', (res) => res.writeHeader('content-type', 'application/json').end(models));
 app.listen('127.0.0.1', port, (token) => {
