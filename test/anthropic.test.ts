@@ -12,7 +12,7 @@
 import OpenAI, { APIError } from 'openai';
 import { beforeAll, afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { ANTHROPIC_KEY, startAnthropicUpstream, type AnthropicUpstream } from './support/anthropic-upstream.js';
-import { expectNoKeyLeak, TEST_KEY, UPSTREAM_KEY, useGateway } from './support/gateway.js';
+import { expectNoKeyLeak, TEST_KEY, upstreamCheckStatus, UPSTREAM_KEY, useGateway } from './support/gateway.js';
 
 const WRONG_KEY = 'sk-ant-wrong-key-abcdef0123456789';
 let anthropic: AnthropicUpstream;
@@ -292,14 +292,7 @@ describe('anthropic: in-stream errors and the commit point', () => {
 describe('anthropic: the health probe', () => {
   it('upstream:<origin> is the free model list, with x-api-key and anthropic-version', async () => {
     const origin = new URL(anthropic.url).origin;
-    const probed = () => anthropic.received.some((r) => r.path === '/v1/models');
-    let status: string | undefined;
-    // A health run within the cache's TTL is answered from the cache: ask until a run reaches the fake (5 s at most).
-    for (let i = 0; i < 50 && !probed(); i++) {
-      const report = (await (await gw.fetch('/health')).json()) as { checks: Array<{ name: string; status: string }> };
-      status = report.checks.find((c) => c.name === `upstream:${origin}`)?.status;
-      if (!probed()) await new Promise((r) => setTimeout(r, 100));
-    }
+    const status = await upstreamCheckStatus(gw, origin, () => anthropic.received.some((r) => r.path === '/v1/models'));
     expect(status).toBe('healthy');
     const probe = anthropic.received.find((r) => r.path === '/v1/models');
     expect(probe?.method).toBe('GET');

@@ -11,7 +11,7 @@
 import OpenAI, { APIError } from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { AZURE_ERRORS, AZURE_KEY, startAzureUpstream, type AzureUpstream } from './support/azure-upstream.js';
-import { expectNoKeyLeak, TEST_KEY, useGateway } from './support/gateway.js';
+import { expectNoKeyLeak, TEST_KEY, upstreamCheckStatus, useGateway } from './support/gateway.js';
 
 let azure: AzureUpstream;
 beforeAll(async () => {
@@ -137,14 +137,7 @@ describe('azure: errors', () => {
 
   it('the health probe is the free model list (GET /openai/models with api-version and api-key)', async () => {
     const origin = new URL(azure.url).origin;
-    const probed = () => azure.received.some((r) => r.path === '/openai/models');
-    let status: string | undefined;
-    // A health run within the cache's TTL is answered from the cache: ask until a run reaches the fake (5 s at most).
-    for (let i = 0; i < 50 && !probed(); i++) {
-      const report = (await (await gw.fetch('/health')).json()) as { checks: Array<{ name: string; status: string }> };
-      status = report.checks.find((c) => c.name === `upstream:${origin}`)?.status;
-      if (!probed()) await new Promise((r) => setTimeout(r, 100));
-    }
+    const status = await upstreamCheckStatus(gw, origin, () => azure.received.some((r) => r.path === '/openai/models'));
     expect(status).toBe('healthy');
     const probe = azure.received.find((r) => r.path === '/openai/models');
     expect(probe?.method).toBe('GET');
