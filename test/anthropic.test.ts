@@ -173,6 +173,21 @@ describe('anthropic: chat both ways', () => {
   });
 });
 
+describe('anthropic: the Responses API through the chat translation', () => {
+  it('responses.create, and its stream: the answer and the events as from any chat provider', async () => {
+    anthropic.script({ kind: 'message', content: [{ type: 'text', text: 'Paris is the capital.' }], usage: { input_tokens: 8, output_tokens: 5 } });
+    const response = await gw.client().responses.create({ model: 'claude', instructions: 'Be brief.', input: 'Capital of France?' });
+    expect(response.output_text).toBe('Paris is the capital.');
+    expect(response.usage).toMatchObject({ input_tokens: 8, output_tokens: 5 });
+    expect(anthropic.messages()[0]!.body).toMatchObject({ system: [{ type: 'text', text: 'Be brief.' }], messages: [{ role: 'user', content: [{ type: 'text', text: 'Capital of France?' }] }] });
+    anthropic.script({ kind: 'message', content: [{ type: 'text', text: 'Rome, of Italy.' }] });
+    const stream = gw.client().responses.stream({ model: 'claude', input: 'And Italy?' });
+    const final = await stream.finalResponse();
+    expect(final.output_text).toBe('Rome, of Italy.');
+    expect(final.status).toBe('completed');
+  });
+});
+
 describe('anthropic: what is refused, and errors', () => {
   it('an OpenAI parameter Anthropic cannot honour is 400 unsupported_parameter naming it, or dropped with drop_params', async () => {
     const refused = await gw.client().chat.completions.create({ model: 'claude', n: 2, messages: [{ role: 'user', content: 'x' }] }).catch((e: unknown) => e);
