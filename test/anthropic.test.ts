@@ -33,6 +33,8 @@ model_list:
     params: { model: anthropic/claude-fake-1, api_base: ${anthropic.url} }
   - model_name: claude-drop
     params: { model: anthropic/claude-fake-1, api_base: ${anthropic.url}, drop_params: true }
+  - model_name: claude-idle
+    params: { model: anthropic/claude-fake-1, api_base: ${anthropic.url}, idle_timeout: 0.3 }
   - model_name: claude-badkey
     params: { model: anthropic/claude-fake-1, api_base: ${anthropic.url}, api_key: ${WRONG_KEY} }
   - model_name: mixed
@@ -286,6 +288,16 @@ describe('anthropic: in-stream errors and the commit point', () => {
     const res = await gw.fetch('/v1/chat/completions', { method: 'POST', body: JSON.stringify({ model: 'claude', stream: true, messages: [{ role: 'user', content: 'x' }] }) });
     const events = (await res.text()).split('\n\n').filter((e) => e.startsWith('data: '));
     expect(JSON.parse(events.at(-1)!.slice(6)).error.code).toBe('upstream_reset');
+  });
+
+  it('the deadlines apply: a stream that goes silent after message_start is cut by idle_timeout, each attempt aborted, then 502 upstream_idle_timeout', async () => {
+    anthropic.script({ kind: 'hang' }, { kind: 'hang' }, { kind: 'hang' });
+    const started = performance.now();
+    const error = (await gw.client().chat.completions.create({ model: 'claude-idle', stream: true, messages: [{ role: 'user', content: 'x' }] }).catch((e: unknown) => e)) as APIError;
+    expect(error.status).toBe(502);
+    expect(error.code).toBe('upstream_idle_timeout');
+    expect(performance.now() - started).toBeLessThan(5000);
+    await anthropic.waitFor(() => anthropic.messages().length === 3 && anthropic.messages().every((r) => r.aborted), 3000);
   });
 
   it('a client that leaves mid-stream aborts the upstream request', async () => {
