@@ -17,8 +17,8 @@
  * Node built-ins only; loopback only.
  */
 import http from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
 import { UPSTREAM_KEY } from './gateway.js';
+import { listenOnLoopback } from './listen.js';
 
 type Json = Record<string, unknown>;
 
@@ -250,7 +250,6 @@ export function responsesAliases(up: ResponsesUpstream): string {
 
 export async function startResponsesUpstream(): Promise<ResponsesUpstream> {
   const requests: ResponsesUpstreamRequest[] = [];
-  const sockets = new Set<Socket>();
   let fault: ResponsesUpstreamFault | null = null;
   let count = 0;
 
@@ -298,12 +297,7 @@ export async function startResponsesUpstream(): Promise<ResponsesUpstream> {
       res.write(head, () => setTimeout(() => res.socket?.destroy(), 20));
     });
   });
-  server.on('connection', (socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
+  const { port, sockets } = await listenOnLoopback(server);
   return {
     url: `http://127.0.0.1:${port}/v1`,
     requests,

@@ -11,7 +11,7 @@
  */
 import http from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import { listenOnLoopback } from './listen.js';
 
 /** What a deployment does with one request. */
 export type Step =
@@ -109,7 +109,6 @@ async function startDeployment(name: string): Promise<ScriptedDeployment & { clo
   const queue: Step[] = [];
   let fallback: Step = { kind: 'ok' };
   const received: Received[] = [];
-  const sockets = new Set<Socket>();
   const timers = new Set<NodeJS.Timeout>();
   let open = 0;
   let peak = 0;
@@ -156,12 +155,7 @@ async function startDeployment(name: string): Promise<ScriptedDeployment & { clo
       answer(step, record, req, res, later, brokeOff);
     });
   });
-  server.on('connection', (socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
+  const { port, sockets } = await listenOnLoopback(server);
 
   return {
     name,

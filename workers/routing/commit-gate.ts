@@ -14,7 +14,7 @@
  */
 import { joinPieces, type Payload } from '../../protocol/channel.js';
 import type { HeaderList, Usage } from '../../protocol/frames.js';
-import { utf8Text } from '../bytes.js';
+import { indexOfByte, utf8Text } from '../bytes.js';
 import type { AttemptSink } from '../providers/adapter.js';
 import { AttemptFailure } from './failure.js';
 
@@ -56,9 +56,14 @@ export class CommitGate implements AttemptSink {
       this.#owner.client.data(bytes);
       return;
     }
+    if (carriesContent(bytes)) {
+      // Usually the first events: they pass on as lent, with whatever was held before them.
+      this.#commit();
+      this.#owner.client.data(bytes);
+      return;
+    }
     // The adapter's pieces are only lent (undici's read buffers): a held event is a copy.
     (this.#held ??= []).push(bytes instanceof Uint8Array ? bytes : joinPieces(bytes));
-    if (carriesContent(bytes)) this.#commit();
   }
 
   end(usage: Usage | null, upstreamMs: number): void {
@@ -100,9 +105,12 @@ export class CommitGate implements AttemptSink {
  * content part added).
  */
 export function carriesContent(bytes: Payload): boolean {
-  const text = bytes instanceof Uint8Array ? utf8Text(bytes) : bytes.map((piece) => utf8Text(piece)).join('');
-  for (const raw of text.split('\n\n')) {
-    const data = dataOf(raw);
+  const whole = bytes instanceof Uint8Array ? bytes : bytes.length === 1 ? (bytes[0] as Uint8Array) : joinPieces(bytes);
+  // Event by event, each decoded only when reached: a whole stream in one read commits at its second event.
+  for (let start = 0; start < whole.length; ) {
+    const end = eventEnd(whole, start);
+    const data = dataOf(utf8Text(whole, start, end));
+    start = end + 2;
     if (data === null) continue;
     if (data === '[DONE]') return true;
     let event: unknown;
@@ -145,6 +153,16 @@ const TEXT_KEYS = ['content', 'reasoning_content', 'reasoning', 'refusal'] as co
 
 /** The Responses API events that open a stream before any content: held like a chat stream's role chunk. */
 const RESPONSES_PREAMBLE: ReadonlySet<string> = new Set(['response.created', 'response.in_progress', 'response.queued', 'response.output_item.added', 'response.content_part.added']);
+
+/** Where the event from `start` ends: its blank line's first LF, or the end of the bytes. */
+function eventEnd(bytes: Uint8Array, start: number): number {
+  for (let at = indexOfByte(bytes, LF, start); at !== -1; at = indexOfByte(bytes, LF, at + 1)) {
+    if (bytes[at + 1] === LF) return at;
+  }
+  return bytes.length;
+}
+
+const LF = 0x0a;
 
 /** The joined `data` lines of one event; null for one without (a comment). */
 function dataOf(raw: string): string | null {
