@@ -7,7 +7,7 @@
  */
 import http from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import { fakeTimers, listenOnLoopback, onJsonBody } from './listen.js';
 
 export interface FakeRequest {
   readonly method: string;
@@ -38,26 +38,11 @@ export interface FakeServer {
 
 export async function startFakeServer(handler: FakeHandler): Promise<FakeServer> {
   const received: FakeRequest[] = [];
-  const sockets = new Set<Socket>();
-  const timers = new Set<NodeJS.Timeout>();
+  const timers = fakeTimers();
+  const later = timers.later;
   let open = 0;
-  const later = (ms: number, fn: () => void) => {
-    const t = setTimeout(() => {
-      timers.delete(t);
-      fn();
-    }, ms);
-    timers.add(t);
-  };
   const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      let body: Record<string, unknown> = {};
-      try {
-        body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>;
-      } catch {
-        // recorded as {}
-      }
+    onJsonBody(req, (body) => {
       const url = new URL(req.url ?? '/', 'http://fake');
       const record: FakeRequest = { method: req.method ?? 'GET', path: url.pathname, query: url.searchParams, headers: req.headers, body, aborted: false, done: false };
       received.push(record);
@@ -70,12 +55,7 @@ export async function startFakeServer(handler: FakeHandler): Promise<FakeServer>
       handler(record, res, { later, alive: () => !res.destroyed && !res.writableEnded });
     });
   });
-  server.on('connection', (socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
+  const { port, sockets } = await listenOnLoopback(server);
   return {
     origin: `http://127.0.0.1:${port}`,
     received,
@@ -89,7 +69,7 @@ export async function startFakeServer(handler: FakeHandler): Promise<FakeServer>
     },
     close: () =>
       new Promise<void>((resolve) => {
-        for (const t of timers) clearTimeout(t);
+        timers.clear();
         for (const s of sockets) s.destroy();
         server.close(() => resolve());
       }),

@@ -1,5 +1,5 @@
 /** The listening part every fake upstream shares. */
-import type { Server } from 'node:http';
+import type { IncomingMessage, Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 
 /**
@@ -20,4 +20,37 @@ export async function listenOnLoopback(server: Server): Promise<{ port: number; 
     });
   });
   return { port: (server.address() as AddressInfo).port, sockets };
+}
+
+/** Reads a request whole, then calls `done` with its body as JSON ({} when it is empty or not JSON). */
+export function onJsonBody(req: IncomingMessage, done: (body: Record<string, unknown>) => void): void {
+  const chunks: Buffer[] = [];
+  req.on('data', (c: Buffer) => chunks.push(c));
+  req.on('end', () => {
+    let body: Record<string, unknown> = {};
+    try {
+      body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>;
+    } catch {
+      // {} it is
+    }
+    done(body);
+  });
+}
+
+/** Timers a fake can clear all at once when it closes: `later(ms, fn)` runs fn unless `clear()` came first. */
+export function fakeTimers(): { later(ms: number, fn: () => void): void; clear(): void } {
+  const timers = new Set<NodeJS.Timeout>();
+  return {
+    later(ms, fn) {
+      const t = setTimeout(() => {
+        timers.delete(t);
+        fn();
+      }, ms);
+      timers.add(t);
+    },
+    clear() {
+      for (const t of timers) clearTimeout(t);
+      timers.clear();
+    },
+  };
 }

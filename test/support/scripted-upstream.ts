@@ -11,7 +11,7 @@
  */
 import http from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { listenOnLoopback } from './listen.js';
+import { fakeTimers, listenOnLoopback, onJsonBody } from './listen.js';
 
 /** What a deployment does with one request. */
 export type Step =
@@ -109,30 +109,15 @@ async function startDeployment(name: string): Promise<ScriptedDeployment & { clo
   const queue: Step[] = [];
   let fallback: Step = { kind: 'ok' };
   const received: Received[] = [];
-  const timers = new Set<NodeJS.Timeout>();
+  const timers = fakeTimers();
+  const later = timers.later;
   let open = 0;
   let peak = 0;
   /** Answers under way: marked done before their connection is dropped on purpose. */
   const underway = new Set<() => void>();
 
-  const later = (ms: number, fn: () => void) => {
-    const t = setTimeout(() => {
-      timers.delete(t);
-      fn();
-    }, ms);
-    timers.add(t);
-  };
-
   const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      let body: Record<string, unknown> = {};
-      try {
-        body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>;
-      } catch {
-        // recorded as {}
-      }
+    onJsonBody(req, (body) => {
       const step = queue.shift() ?? fallback;
       const record: Received = { body, headers: req.headers, stream: body.stream === true, step: step.kind, aborted: false, done: false };
       received.push(record);
@@ -178,7 +163,7 @@ async function startDeployment(name: string): Promise<ScriptedDeployment & { clo
     },
     close: () =>
       new Promise<void>((resolve) => {
-        for (const t of timers) clearTimeout(t);
+        timers.clear();
         for (const s of sockets) s.destroy();
         server.close(() => resolve());
       }),
