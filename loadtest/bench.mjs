@@ -416,22 +416,30 @@ for (const name of switchyardModes) {
 // deployments under least-busy, through a healthy pair, and through a pair whose second deployment
 // answers every call with 500 (its first allowed_fails failures fall in the warm-up; then it is
 // cooled, and half-open once per cooldown_time). Only Switchyard runs them: the others have no groups.
-const routing = Object.fromEntries(switchyardModes.map((n) => [n, Object.fromEntries(ROUTING_SCENARIOS.map((r) => [r.key, []]))]));
-// Warm-up: each group takes the load once first (and the failing deployment is cooled by its end).
-for (const name of nativeOnly ? [] : switchyardModes) {
-  for (const r of ROUTING_SCENARIOS) await run({ url: targets[name].url, path: '/v1/chat/completions', body: r.body, headers: targets[name].headers, connections: 64, durationMs: WARMUP_MS_EACH, warmupMs: 0 });
-}
-for (let i = 0; i < (nativeOnly ? 0 : repeats); i++) {
-  for (const name of switchyardModes) {
-    for (const r of ROUTING_SCENARIOS) {
-      const t = targets[name];
-      const cpu0 = cpuSeconds(t.pid);
-      const res = await run({ url: t.url, path: '/v1/chat/completions', body: r.body, headers: t.headers, connections: 64, durationMs: seconds * 1000 });
-      res.cpuPerReqUs = ((cpuSeconds(t.pid) - cpu0) * 1e6) / res.total;
-      routing[name][r.key].push(res);
+/**
+ * Chat c64 with each of `list`'s bodies, back to back in each repeat and Switchyard mode, after one
+ * warm-up of each; mode → key → [result with cpuPerReqUs]. `skip`: nothing is run (the lists stay empty).
+ */
+async function backToBack(list, skip) {
+  const out = Object.fromEntries(switchyardModes.map((n) => [n, Object.fromEntries(list.map((r) => [r.key, []]))]));
+  for (const name of skip ? [] : switchyardModes) {
+    for (const r of list) await run({ url: targets[name].url, path: '/v1/chat/completions', body: r.body, headers: targets[name].headers, connections: 64, durationMs: WARMUP_MS_EACH, warmupMs: 0 });
+  }
+  for (let i = 0; i < (skip ? 0 : repeats); i++) {
+    for (const name of switchyardModes) {
+      for (const r of list) {
+        const t = targets[name];
+        const cpu0 = cpuSeconds(t.pid);
+        const res = await run({ url: t.url, path: '/v1/chat/completions', body: r.body, headers: t.headers, connections: 64, durationMs: seconds * 1000 });
+        res.cpuPerReqUs = ((cpuSeconds(t.pid) - cpu0) * 1e6) / res.total;
+        out[name][r.key].push(res);
+      }
     }
   }
+  return out;
 }
+// The warm-up also cools the failing deployment (its first allowed_fails failures fall in it).
+const routing = await backToBack(ROUTING_SCENARIOS, nativeOnly);
 const routingFigures = (name) => {
   const m = routing[name];
   return {
@@ -447,21 +455,7 @@ for (const name of nativeOnly ? [] : switchyardModes) {
   console.log(`routing [${name}]: 4 deployments ÷ 1: ${spread(f.four, 3)}× (goal ≥ 0.95); failing pair ÷ healthy pair: ${spread(f.failover, 3)}× (goal ≥ 0.9); client-visible errors with a failing deployment: ${f.failingErrors} (goal ≤ allowed_fails, 3)`);
 }
 // ---------------------------------------------------------------- native providers (issue 23)
-const native = Object.fromEntries(switchyardModes.map((n) => [n, Object.fromEntries(NATIVE_SCENARIOS.map((r) => [r.key, []]))]));
-for (const name of routingOnly ? [] : switchyardModes) {
-  for (const r of NATIVE_SCENARIOS) await run({ url: targets[name].url, path: '/v1/chat/completions', body: r.body, headers: targets[name].headers, connections: 64, durationMs: WARMUP_MS_EACH, warmupMs: 0 });
-}
-for (let i = 0; i < (routingOnly ? 0 : repeats); i++) {
-  for (const name of switchyardModes) {
-    for (const r of NATIVE_SCENARIOS) {
-      const t = targets[name];
-      const cpu0 = cpuSeconds(t.pid);
-      const res = await run({ url: t.url, path: '/v1/chat/completions', body: r.body, headers: t.headers, connections: 64, durationMs: seconds * 1000 });
-      res.cpuPerReqUs = ((cpuSeconds(t.pid) - cpu0) * 1e6) / res.total;
-      native[name][r.key].push(res);
-    }
-  }
-}
+const native = await backToBack(NATIVE_SCENARIOS, routingOnly);
 const nativeFigures = (name) => {
   const m = native[name];
   return {

@@ -78,10 +78,16 @@ export class SseParser {
     let start = 0;
     let boundary: number;
     while ((boundary = buffer.indexOf('\n\n', start)) !== -1) {
-      // The canonical event, one `data: ` line, is taken without splitting it into lines.
-      if (buffer.startsWith('data: ', start) && buffer.indexOf('\n', start) === boundary) {
+      // The canonical event, one `data: ` line, is taken without splitting it into lines; so is a named one,
+      // `event: <name>` then one `data: ` line, as Anthropic writes every event.
+      const lineEnd = buffer.indexOf('\n', start);
+      if (buffer.startsWith('data: ', start) && lineEnd === boundary) {
         events.push(buffer.slice(start + 6, boundary));
         names?.push(null);
+      } else if (buffer.startsWith('event: ', start) && buffer.startsWith('data: ', lineEnd + 1) && buffer.indexOf('\n', lineEnd + 1) === boundary) {
+        names ??= events.map(() => null);
+        events.push(buffer.slice(lineEnd + 7, boundary));
+        names.push(buffer.slice(start + 7, lineEnd));
       } else {
         const { data, name } = parseEvent(buffer.slice(start, boundary));
         if (data !== null) {

@@ -50,6 +50,8 @@ export class MessagesStreamTranslator {
   #stopped = false;
   #tools = 0;
   #stopReason: unknown = null;
+  /** Every chunk's text up to its delta, made once at message_start: a chunk is then two concatenations. */
+  #head = '';
 
   constructor(options: StreamOptions) {
     this.#options = options;
@@ -103,6 +105,8 @@ export class MessagesStreamTranslator {
       this.#model = message.model;
       readUsage(message.usage, this.#counters);
     }
+    // The envelope as JSON.stringify writes it (same keys, same order), made once per stream.
+    this.#head = `data: {"id":${JSON.stringify(this.#id ?? null)},"object":"chat.completion.chunk","created":${this.#options.created},"model":${JSON.stringify(this.#model ?? null)},"choices":[{"index":0,"delta":`;
     return this.#chunk({ role: 'assistant', content: '' }, null);
   }
 
@@ -128,12 +132,13 @@ export class MessagesStreamTranslator {
   #delta(index: unknown, delta: unknown): string {
     if (!isRecord(delta)) return '';
     const block = this.#blocks.get(index) ?? OTHER;
+    // The two deltas of every token are written without building their objects.
     if (delta.type === 'text_delta' && block.kind === 'text' && typeof delta.text === 'string' && delta.text.length > 0) {
-      return this.#chunk({ content: delta.text }, null);
+      return `${this.#head}{"content":${JSON.stringify(delta.text)}}${OPEN_TAIL}`;
     }
     if (delta.type !== 'input_json_delta' || typeof delta.partial_json !== 'string' || delta.partial_json.length === 0) return '';
-    if (block.kind === 'json') return this.#chunk({ content: delta.partial_json }, null);
-    if (block.kind === 'tool') return this.#chunk({ tool_calls: [{ index: block.index, function: { arguments: delta.partial_json } }] }, null);
+    if (block.kind === 'json') return `${this.#head}{"content":${JSON.stringify(delta.partial_json)}}${OPEN_TAIL}`;
+    if (block.kind === 'tool') return `${this.#head}{"tool_calls":[{"index":${block.index},"function":{"arguments":${JSON.stringify(delta.partial_json)}}}]}${OPEN_TAIL}`;
     return '';
   }
 
@@ -147,14 +152,11 @@ export class MessagesStreamTranslator {
   }
 
   #chunk(delta: Record<string, unknown>, finish: string | null): string {
-    return event({
-      id: this.#id,
-      object: 'chat.completion.chunk',
-      created: this.#options.created,
-      model: this.#model,
-      choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
-    });
+    return `${this.#head}${JSON.stringify(delta)},"logprobs":null,"finish_reason":${JSON.stringify(finish)}}]}\n\n`;
   }
 }
+
+/** The rest of a chunk whose choice has no finish reason yet. */
+const OPEN_TAIL = ',"logprobs":null,"finish_reason":null}]}\n\n';
 
 const event = (chunk: Record<string, unknown>): string => `data: ${JSON.stringify(chunk)}\n\n`;
