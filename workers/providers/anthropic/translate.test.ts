@@ -43,7 +43,7 @@ interface StreamCase {
 }
 
 /** Feeds the events one by one; the chunks sent until the end or the failure, and the failure. */
-export function translateEvents(options: StreamOptions, events: StreamCase['events']): { chunks: unknown[]; failure: unknown } {
+function translateEvents(options: StreamOptions, events: StreamCase['events']): { chunks: unknown[]; failure: unknown } {
   const translator = new MessagesStreamTranslator(options);
   let sse = '';
   try {

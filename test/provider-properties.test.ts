@@ -2,7 +2,7 @@
  * Properties of the translating adapters (issue 23, Tests):
  * - any split of a provider's stream into chunks (the SSE parser, then the
  *   adapter's relay) gives the client the same stream: the golden streams
- *   of anthropic/ and azure/, cut at random bytes;
+ *   of workers/providers/anthropic/ and azure/, cut at random bytes;
  * - any valid chat request maps to an Anthropic request that Anthropic
  *   takes: the fake's check (test/support/anthropic-upstream.ts, the rules
  *   the official SDK's fake was proved with) finds nothing to refuse.
@@ -11,15 +11,15 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { requestProblem } from '../../test/support/anthropic-upstream.js';
-import { joinPieces } from '../../protocol/channel.js';
-import { SseParser } from '../sse.js';
-import { sseText } from './golden.js';
-import type { StreamRelay } from './http-attempt.js';
-import { TranslatingRelay } from './anthropic/index.js';
-import { toMessagesRequest } from './anthropic/request.js';
-import { MessagesStreamTranslator, type StreamOptions } from './anthropic/stream.js';
-import { AzureRelay } from './azure/index.js';
+import { requestProblem } from './support/anthropic-upstream.js';
+import { joinPieces } from '../protocol/channel.js';
+import { SseParser } from '../workers/sse.js';
+import { sseText } from '../workers/providers/golden.js';
+import type { StreamRelay } from '../workers/providers/http-attempt.js';
+import { TranslatingRelay } from '../workers/providers/anthropic/index.js';
+import { toMessagesRequest } from '../workers/providers/anthropic/request.js';
+import { MessagesStreamTranslator, type StreamOptions } from '../workers/providers/anthropic/stream.js';
+import { AzureRelay } from '../workers/providers/azure/index.js';
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -54,7 +54,7 @@ function relayed(relay: StreamRelay, bytes: Uint8Array, cuts: number[]): string 
 }
 
 function streams(dir: string): Array<{ name: string; events: Array<{ event?: string; data: unknown }>; options?: StreamOptions }> {
-  const path = join(import.meta.dirname, dir, 'golden');
+  const path = join(import.meta.dirname, '..', 'workers', 'providers', dir, 'golden');
   return readdirSync(path)
     .filter((name) => name.startsWith('stream-'))
     .map((name) => ({ name, ...(JSON.parse(readFileSync(join(path, name), 'utf8')) as { events: Array<{ event?: string; data: unknown }>; options?: StreamOptions }) }));
