@@ -1,4 +1,4 @@
-/** The provider registry: one line per provider (its folder holds everything it does; names and defaults are in protocol/providers.ts). */
+/** The adapter registry: one line per provider, what worker threads call (its folder holds everything it does; its config is in configs.ts, its name in protocol/providers.ts). */
 import type { ProviderName } from '../../protocol/providers.js';
 import type { Provider } from './adapter.js';
 import { openaiProvider } from './openai/index.js';

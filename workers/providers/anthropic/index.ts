@@ -7,6 +7,7 @@
  * `unsupported_operation`.
  */
 import { providerKey, settingsOf, type Upstream } from '../../../protocol/config.js';
+import type { AnthropicSettings } from './config.js';
 import { GatewayError } from '../../../protocol/errors.js';
 import type { Usage } from '../../../protocol/frames.js';
 import { decodedEvents, type SseBatch } from '../../sse.js';
@@ -23,7 +24,7 @@ const encoder = new TextEncoder();
 function credentials(headers: Record<string, string>, upstream: Pick<Upstream, 'credentials' | 'settings'>): void {
   const key = providerKey(upstream.credentials);
   if (key !== null) headers['x-api-key'] = key;
-  headers['anthropic-version'] = settingsOf(upstream, 'anthropic').anthropicVersion;
+  headers['anthropic-version'] = settingsOf<AnthropicSettings>(upstream).anthropicVersion;
 }
 
 /** Whether the request forced the JSON tool: the answer's tool input is its content. */
