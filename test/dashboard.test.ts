@@ -310,6 +310,45 @@ router_settings:
   });
 });
 
+// ───────────────────────── the evaluator the picture is drawn with ─────────────────────────
+
+describe("tools/dashboard/evaluate.mjs gives Prometheus's answers for the forms the dashboard uses", () => {
+  const store = new SeriesStore();
+  const sample = (name: string, labels: Record<string, string>, value: number): Sample => ({ name, labels, value });
+  // A counter that restarts (a pod's restart) between 10 s and 20 s, and a histogram of 20 observations.
+  store.add(0, [sample('c_total', { model: 'a' }, 10), sample('c_total', { model: 'b' }, 0)]);
+  store.add(10, [sample('c_total', { model: 'a' }, 20), sample('c_total', { model: 'b' }, 10)]);
+  store.add(20, [sample('c_total', { model: 'a' }, 5), sample('c_total', { model: 'b' }, 30)]);
+  for (const [le, count] of [['1', 10], ['2', 20], ['+Inf', 20]] as const) store.add(20, [sample('h_bucket', { model: 'a', le }, count)]);
+  const at = (expr: string) => {
+    const result = evaluate(expr, store, 20);
+    return 'scalar' in result ? result.scalar : Object.fromEntries(result.vector.map((s) => [s.labels.model ?? '', s.value]));
+  };
+
+  it("rate and increase count a counter reset as a restart from 0, and extrapolate to the window as Prometheus does (a counter's not below zero)", () => {
+    // a: 15 over 20 s, extrapolated by the 10 s to the window's start; b starts at 0, so not before its first sample.
+    expect(at('increase(c_total[30s])')).toEqual({ a: 22.5, b: 30 });
+    expect(at('rate(c_total[30s])')).toEqual({ a: 0.75, b: 1 });
+    // A window that starts long before the first sample: extrapolated by half an interval only.
+    expect(at('increase(c_total[100s])')).toEqual({ a: 18.75, b: 30 });
+  });
+
+  it('histogram_quantile interpolates within the bucket, and answers the highest finite bound for the +Inf bucket', () => {
+    expect(at('histogram_quantile(0.5, sum by (le, model) (h_bucket))')).toEqual({ a: 1 });
+    expect(at('histogram_quantile(0.75, sum by (le, model) (h_bucket))')).toEqual({ a: 1.5 });
+    store.add(20, [sample('h_bucket', { model: 'x', le: '1' }, 1), sample('h_bucket', { model: 'x', le: '+Inf' }, 10)]);
+    expect(at('histogram_quantile(0.99, sum by (le, model) (h_bucket{model="x"}))')).toEqual({ x: 1 });
+  });
+
+  it('aggregates by label, matches one-to-one sides by their labels, and filters by comparison', () => {
+    expect(at('sum(c_total)')).toEqual({ '': 35 });
+    expect(at('c_total / on (model) sum by (model) (c_total)')).toEqual({ a: 1, b: 1 });
+    expect(at('c_total > 10')).toEqual({ b: 30 });
+    expect(at('max by (model) (c_total) == bool 5')).toEqual({ a: 1, b: 0 });
+    expect(at('c_total and on (model) c_total{model="b"}')).toEqual({ b: 30 });
+  });
+});
+
 // ───────────────────────── shapes ─────────────────────────
 
 describe('deploy/grafana/switchyard.json is a dashboard Grafana imports', () => {

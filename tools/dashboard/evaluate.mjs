@@ -3,9 +3,8 @@
 // functions, histogram_quantile, sum / min / max / avg / count by or without, unary minus, and binary
 // operators between scalars and vectors (one-to-one matching with on / ignoring; and / or / unless).
 // Prometheus's semantics where they matter for a picture: a 5-minute lookback for instant selectors,
-// counter resets in rate and increase, increase extrapolated to the window (Prometheus also caps the
-// extrapolation at the series' edges; this does not), histogram_quantile's linear interpolation
-// within a bucket. It is what tools/render-dashboard.mjs draws with and what test/dashboard.test.ts
+// counter resets and Prometheus's extrapolation in rate / increase / delta, histogram_quantile's
+// linear interpolation within a bucket. It is what tools/render-dashboard.mjs draws with and what test/dashboard.test.ts
 // runs each panel through; it is not a Prometheus.
 import { parsePromql } from './promql.mjs';
 
@@ -106,6 +105,27 @@ function rise(points) {
   return total;
 }
 
+/**
+ * Prometheus's extrapolatedRate (promql/functions.go): the change over the points, extrapolated to
+ * the window's edges when the series reaches them (a sample within 1.1 average intervals), else by
+ * half an interval, and for a counter never below zero; a rate divides by the window.
+ */
+function extrapolated(points, t, range, isCounter, isRate) {
+  const [firstT, firstV] = points[0];
+  const [lastT, lastV] = points[points.length - 1];
+  const change = isCounter ? rise(points) : lastV - firstV;
+  const sampled = lastT - firstT;
+  const average = sampled / (points.length - 1);
+  const threshold = average * 1.1;
+  let toStart = firstT - (t - range);
+  let toEnd = t - lastT;
+  if (toStart >= threshold) toStart = average / 2;
+  if (isCounter && change > 0 && firstV >= 0) toStart = Math.min(toStart, sampled * (firstV / change));
+  if (toEnd >= threshold) toEnd = average / 2;
+  const factor = (sampled + toStart + toEnd) / sampled;
+  return (change * factor) / (isRate ? range : 1);
+}
+
 const OVER_TIME = {
   avg_over_time: (vs) => vs.reduce((a, b) => a + b, 0) / vs.length,
   min_over_time: (vs) => Math.min(...vs),
@@ -129,13 +149,12 @@ function call(node, store, t) {
       if (points.length < 2) continue;
       const first = points[0];
       const last = points[points.length - 1];
-      const span = last[0] - first[0];
       let value;
       if (fn === 'irate') {
         const before = points[points.length - 2];
         value = rise([before, last]) / (last[0] - before[0]);
-      } else if (fn === 'delta' || fn === 'deriv') value = ((last[1] - first[1]) / span) * (fn === 'delta' ? range : 1);
-      else value = (rise(points) / span) * (fn === 'increase' ? range : 1);
+      } else if (fn === 'deriv') value = (last[1] - first[1]) / (last[0] - first[0]);
+      else value = extrapolated(points, t, range, fn !== 'delta', fn === 'rate');
       out.push({ labels, value });
     }
     return { vector: out };
