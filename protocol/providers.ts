@@ -28,6 +28,8 @@ export const PROVIDER_INFO = {
   // Azure serves /responses too, at paths of its own that the azure adapter does not build yet: translated to chat meanwhile.
   azure: { apiBase: 'required', keyVariable: 'AZURE_API_KEY', keylessAtOwnBase: false, responsesApi: false },
   anthropic: { apiBase: 'https://api.anthropic.com', keyVariable: 'ANTHROPIC_API_KEY', keylessAtOwnBase: false, responsesApi: false },
+  // GEMINI_API_KEY, as LiteLLM reads for gemini/ (Google's SDKs read GOOGLE_API_KEY first; one variable per provider here).
+  gemini: { apiBase: 'https://generativelanguage.googleapis.com', keyVariable: 'GEMINI_API_KEY', keylessAtOwnBase: false, responsesApi: false },
   mock: { apiBase: null, keyVariable: null, keylessAtOwnBase: false, responsesApi: false },
 } as const satisfies Record<string, ProviderInfo>;
 
@@ -61,6 +63,7 @@ export interface ProviderSettingsMap {
   readonly openai: Readonly<Record<never, never>>;
   readonly azure: AzureSettings;
   readonly anthropic: AnthropicSettings;
+  readonly gemini: Readonly<Record<never, never>>;
   readonly mock: MockSettings;
 }
 

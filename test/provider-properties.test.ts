@@ -16,7 +16,7 @@ import { joinPieces } from '../protocol/channel.js';
 import { SseParser } from '../workers/sse.js';
 import { sseText } from '../workers/providers/golden.js';
 import type { StreamRelay } from '../workers/providers/http-attempt.js';
-import { TranslatingRelay } from '../workers/providers/anthropic/index.js';
+import { TranslatingRelay } from '../workers/providers/translating-relay.js';
 import { toMessagesRequest } from '../workers/providers/anthropic/request.js';
 import { MessagesStreamTranslator, type StreamOptions } from '../workers/providers/anthropic/stream.js';
 import { AzureRelay } from '../workers/providers/azure/index.js';

@@ -32,6 +32,7 @@ export const PROVIDER_PARAMS: { readonly [P in ProviderName]: ParamsPiece<P> } =
     shape: { anthropic_version: apiVersion.optional() },
     settings: (p) => ({ anthropicVersion: (p.anthropic_version as string | undefined) ?? DEFAULT_ANTHROPIC_VERSION }),
   },
+  gemini: { shape: {}, settings: () => ({}) },
   // Knobs so that demos and load tests can model a real provider.
   mock: {
     shape: {
