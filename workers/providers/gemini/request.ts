@@ -33,6 +33,7 @@
  * The model and `stream` go into the URL (index.ts), not the body.
  */
 import { GatewayError } from '../../../protocol/errors.js';
+import { contentParts, DATA_URL, eachMessage, functionTools, OPENAI_ONLY, refuser, refuseUnsupported, stopSequences, textOnly, toolCalls, Turns, type NoEquivalent, type Refuse } from '../chat-request.js';
 import { isRecord } from '../compatible.js';
 import { thoughtSignatureOf } from './tool-call-id.js';
 
@@ -42,27 +43,10 @@ export interface RequestOptions {
 }
 
 type Part = Record<string, unknown>;
-interface Turn {
-  readonly role: 'user' | 'model';
-  readonly parts: Part[];
-}
-type Refuse = (param: string, why: string) => void;
 
 /** OpenAI parameters Gemini has no equivalent for, each with the values that ask for nothing (so `logprobs: false` passes). */
-const REFUSED: Readonly<Record<string, (value: unknown) => boolean>> = {
-  logit_bias: (v) => isRecord(v) && Object.keys(v).length === 0,
-  logprobs: (v) => v === false,
-  top_logprobs: (v) => v === 0,
-  audio: () => false,
-  modalities: (v) => Array.isArray(v) && v.every((m) => m === 'text'),
-  prediction: () => false,
-  reasoning_effort: () => false,
-  web_search_options: () => false,
-  functions: () => false,
-  function_call: () => false,
-  store: (v) => v === false,
-  service_tier: (v) => v === 'auto' || v === 'default',
-  verbosity: () => false,
+const REFUSED: NoEquivalent = {
+  ...OPENAI_ONLY,
   // Gemini decides alone how many calls a turn makes.
   parallel_tool_calls: (v) => v === true,
 };
@@ -77,18 +61,17 @@ const SAMPLING: ReadonlyArray<readonly [string, string]> = [
 ];
 
 export function toGenerateContentRequest(body: Readonly<Record<string, unknown>>, options: RequestOptions): Record<string, unknown> {
-  const refuse: Refuse = (param, why) => {
-    if (!options.dropParams) throw new GatewayError('unsupported_parameter', `${param}: ${why} (set drop_params: true to drop it)`);
-  };
-  for (const param of Object.keys(REFUSED)) {
-    const value = body[param];
-    if (value !== undefined && value !== null && !(REFUSED[param] as (v: unknown) => boolean)(value)) refuse(param, 'the gemini provider has no equivalent');
-  }
+  const refuse = refuser(options.dropParams);
+  refuseUnsupported(body, REFUSED, 'gemini', refuse);
 
   const { system, turns } = conversation(body.messages, refuse);
   const out: Record<string, unknown> = { contents: turns };
   if (system.length > 0) out.systemInstruction = { parts: system };
-  const tools = declarations(body.tools, refuse);
+  const tools = functionTools(body.tools, refuse).map((t) => ({
+    name: t.name,
+    ...(t.description === undefined ? {} : { description: t.description }),
+    ...(t.parameters === undefined ? {} : { parametersJsonSchema: t.parameters }),
+  }));
   if (tools.length > 0) {
     out.tools = [{ functionDeclarations: tools }];
     const config = callingConfig(body.tool_choice);
@@ -104,9 +87,8 @@ function generationConfig(body: Readonly<Record<string, unknown>>, refuse: Refus
   for (const [from, to] of SAMPLING) if (typeof body[from] === 'number') out[to] = body[from];
   const max = body.max_completion_tokens ?? body.max_tokens;
   if (typeof max === 'number') out.maxOutputTokens = max;
-  const stop = typeof body.stop === 'string' ? [body.stop] : Array.isArray(body.stop) ? body.stop : [];
-  const stops = stop.filter((s): s is string => typeof s === 'string' && s.length > 0);
-  if (stops.length > 0) out.stopSequences = stops;
+  const stop = stopSequences(body.stop);
+  if (stop !== null) out.stopSequences = stop;
   if (typeof body.n === 'number' && body.n !== 1) out.candidateCount = body.n;
   const format = body.response_format;
   if (isRecord(format) && format.type !== 'text') {
@@ -117,66 +99,44 @@ function generationConfig(body: Readonly<Record<string, unknown>>, refuse: Refus
   return out;
 }
 
-function conversation(messages: unknown, refuse: Refuse): { system: Part[]; turns: Turn[] } {
+function conversation(messages: unknown, refuse: Refuse): { system: Part[]; turns: Array<{ role: 'user' | 'model'; parts: Part[] }> } {
   const system: Part[] = [];
-  const turns: Turn[] = [];
+  const turns = new Turns<'user' | 'model', Part>();
   // Gemini names the function a result answers; the compatible format names only the call's id.
   const names = new Map<string, string>();
-  const push = (role: Turn['role'], parts: Part[]) => {
-    if (parts.length === 0) return;
-    const last = turns[turns.length - 1];
-    if (last !== undefined && last.role === role) last.parts.push(...parts);
-    else turns.push({ role, parts });
-  };
-  (messages as readonly unknown[]).forEach((message, i) => {
-    const at = `messages[${i}]`;
-    if (!isRecord(message)) throw new GatewayError('invalid_request', `${at}: must be an object`);
-    switch (message.role) {
-      case 'system':
-      case 'developer':
-        system.push(...contentParts(message.content, `${at}.content`, false, refuse));
-        break;
-      case 'user':
-        push('user', contentParts(message.content, `${at}.content`, true, refuse));
-        break;
-      case 'assistant':
-        push('model', [...contentParts(message.content, `${at}.content`, false, refuse), ...functionCalls(message.tool_calls, at, names)]);
-        break;
-      case 'tool':
-        push('user', [functionResponse(message, at, names, refuse)]);
-        break;
-      default:
-        // `function` (the deprecated form of `tool`) included.
-        refuse(`${at}.role`, `role "${String(message.role)}" has no equivalent`);
-    }
-  });
-  return { system, turns };
-}
-
-/** Text (and, in user turns, media) parts of a message's content; blank text is left out. */
-function contentParts(content: unknown, at: string, media: boolean, refuse: Refuse): Part[] {
-  if (content === null || content === undefined) return [];
-  if (typeof content === 'string') return textPart(content);
-  if (!Array.isArray(content)) throw new GatewayError('invalid_request', `${at}: must be a string or an array of content parts`);
-  const parts: Part[] = [];
-  content.forEach((part, j) => {
-    const where = `${at}[${j}]`;
-    if (!isRecord(part)) throw new GatewayError('invalid_request', `${where}: must be an object`);
-    if (part.type === 'text') parts.push(...textPart(typeof part.text === 'string' ? part.text : ''));
-    // An assistant's refusal part was its text.
-    else if (part.type === 'refusal') parts.push(...textPart(typeof part.refusal === 'string' ? part.refusal : ''));
-    else if (media && part.type === 'image_url') parts.push(imagePart(part.image_url, `${where}.image_url`));
-    else if (media && part.type === 'input_audio') parts.push(audioPart(part.input_audio, `${where}.input_audio`));
-    else if (media && part.type === 'file' && isRecord(part.file) && typeof part.file.file_data === 'string') parts.push(dataPart(part.file.file_data, `${where}.file.file_data`));
-    else refuse(`${where}.type`, `content part "${String(part.type)}" has no equivalent here`);
-  });
-  return parts;
+  eachMessage(
+    messages,
+    {
+      system: (m, at) => system.push(...contentParts(m.content, `${at}.content`, textPart, textOnly, refuse)),
+      user: (m, at) => turns.push('user', contentParts(m.content, `${at}.content`, textPart, mediaPart, refuse)),
+      assistant: (m, at) =>
+        turns.push('model', [
+          ...contentParts(m.content, `${at}.content`, textPart, textOnly, refuse),
+          ...toolCalls(m.tool_calls, at).map((call) => {
+            names.set(call.id, call.name);
+            const part: Part = { functionCall: { name: call.name, args: call.args } };
+            const signature = thoughtSignatureOf(call.id);
+            if (signature !== null) part.thoughtSignature = signature;
+            return part;
+          }),
+        ]),
+      tool: (m, at) => turns.push('user', [functionResponse(m, at, names, refuse)]),
+    },
+    refuse,
+  );
+  return { system, turns: turns.list.map((turn) => ({ role: turn.role, parts: turn.blocks })) };
 }
 
 /** Gemini answers an empty text part with 400; a blank one says nothing. */
 const textPart = (text: string): Part[] => (text.trim().length > 0 ? [{ text }] : []);
 
-const DATA_URL = /^data:([^;,]+);base64,(.*)$/s;
+/** A user's media part: images, audio and files; null for a part without an equivalent. */
+function mediaPart(part: Record<string, unknown>, at: string): Part | null {
+  if (part.type === 'image_url') return imagePart(part.image_url, `${at}.image_url`);
+  if (part.type === 'input_audio') return audioPart(part.input_audio, `${at}.input_audio`);
+  if (part.type === 'file' && isRecord(part.file) && typeof part.file.file_data === 'string') return dataPart(part.file.file_data, `${at}.file.file_data`);
+  return null;
+}
 
 function dataPart(url: string, at: string): Part {
   const data = DATA_URL.exec(url);
@@ -201,63 +161,14 @@ function audioPart(audio: unknown, at: string): Part {
   return { inlineData: { mimeType, data: audio.data } };
 }
 
-function functionCalls(calls: unknown, at: string, names: Map<string, string>): Part[] {
-  if (calls === undefined || calls === null) return [];
-  if (!Array.isArray(calls)) throw new GatewayError('invalid_request', `${at}.tool_calls: must be an array`);
-  return calls.map((call, j) => {
-    const where = `${at}.tool_calls[${j}]`;
-    const fn = isRecord(call) ? call.function : undefined;
-    if (!isRecord(call) || typeof call.id !== 'string' || !isRecord(fn) || typeof fn.name !== 'string') {
-      throw new GatewayError('invalid_request', `${where}: must have an id and a function with a name`);
-    }
-    names.set(call.id, fn.name);
-    const part: Part = { functionCall: { name: fn.name, args: functionArgs(fn.arguments, `${where}.function.arguments`) } };
-    const signature = thoughtSignatureOf(call.id);
-    if (signature !== null) part.thoughtSignature = signature;
-    return part;
-  });
-}
-
-/** Arguments are a JSON string in OpenAI's format and an object in Gemini's; an empty string is no arguments. */
-function functionArgs(args: unknown, at: string): Record<string, unknown> {
-  if (args === undefined || args === null || args === '') return {};
-  let parsed: unknown = args;
-  if (typeof args === 'string') {
-    try {
-      parsed = JSON.parse(args);
-    } catch {
-      throw new GatewayError('invalid_request', `${at}: is not JSON`);
-    }
-  }
-  if (!isRecord(parsed)) throw new GatewayError('invalid_request', `${at}: must be a JSON object`);
-  return parsed;
-}
-
 /** A tool result: Gemini's `functionResponse`, its text under `output` (the key the API reference names for a function's output). */
 function functionResponse(message: Record<string, unknown>, at: string, names: ReadonlyMap<string, string>, refuse: Refuse): Part {
   const id = message.tool_call_id;
   if (typeof id !== 'string') throw new GatewayError('invalid_request', `${at}.tool_call_id: must be a string`);
   const name = names.get(id);
   if (name === undefined) throw new GatewayError('invalid_request', `${at}.tool_call_id: no assistant tool call before it has the id "${id}"`);
-  const text = typeof message.content === 'string' ? message.content : contentParts(message.content, `${at}.content`, false, refuse).map((p) => p.text).join('');
+  const text = typeof message.content === 'string' ? message.content : contentParts(message.content, `${at}.content`, textPart, textOnly, refuse).map((p) => p.text).join('');
   return { functionResponse: { name, response: { output: text } } };
-}
-
-function declarations(tools: unknown, refuse: Refuse): Part[] {
-  if (!Array.isArray(tools)) return [];
-  const out: Part[] = [];
-  tools.forEach((tool, i) => {
-    const fn = isRecord(tool) ? tool.function : undefined;
-    if (!isRecord(tool) || tool.type !== 'function' || !isRecord(fn) || typeof fn.name !== 'string') {
-      refuse(`tools[${i}].type`, 'only function tools have an equivalent');
-      return;
-    }
-    const declaration: Part = { name: fn.name };
-    if (typeof fn.description === 'string') declaration.description = fn.description;
-    if (isRecord(fn.parameters)) declaration.parametersJsonSchema = fn.parameters;
-    out.push(declaration);
-  });
-  return out;
 }
 
 function callingConfig(choice: unknown): Part | null {

@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { GatewayError } from '../../../protocol/errors.js';
 import { AttemptFailure } from '../../routing/failure.js';
 import { decodedEvents } from '../../sse.js';
-import { goldenFiles, sseData } from '../golden.js';
+import { expectUnsupported, goldenFiles, refusalOf, requestGoldens, translatedStream } from '../golden.js';
 import { toBatchEmbedRequest, toEmbeddingList, type EmbeddingOptions } from './embeddings.js';
 import { geminiError } from './errors.js';
 import { toGenerateContentRequest, type RequestOptions } from './request.js';
@@ -22,14 +22,7 @@ const DIR = join(import.meta.dirname, 'golden');
 const decoder = new TextDecoder();
 
 describe('chat request → Gemini generateContent request (golden files)', () => {
-  for (const golden of goldenFiles<{ about: string; options: RequestOptions; chat: Record<string, unknown>; gemini: unknown }>(DIR, 'request-')) {
-    it(`${golden.name}: ${golden.case.about}`, () => {
-      const before = JSON.stringify(golden.case.chat);
-      golden.expectAt('gemini', toGenerateContentRequest(golden.case.chat, golden.case.options));
-      // The body is the attempt loop's, shared by every attempt: never changed.
-      expect(JSON.stringify(golden.case.chat)).toBe(before);
-    });
-  }
+  requestGoldens<RequestOptions>(DIR, 'gemini', toGenerateContentRequest);
 });
 
 describe('Gemini GenerateContentResponse → chat.completion (golden files)', () => {
@@ -52,19 +45,11 @@ interface StreamCase {
 
 /** Feeds the events one by one; the chunks sent until the end or the failure, and the failure. */
 function translateEvents(options: StreamOptions, events: unknown[]): { chunks: unknown[]; failure: unknown } {
-  const translator = new GenerateContentStreamTranslator(options);
-  let sse = '';
-  try {
-    for (const data of events) sse += translator.event(null, JSON.stringify(data));
-    sse += translator.end();
-  } catch (err) {
-    const failure =
-      err instanceof AttemptFailure
-        ? { kind: err.kind, code: err.code, status: err.status, message: err.message, headers: err.headers, retryAfterMs: err.retryAfterMs, answer: err.answer === null ? null : JSON.parse(decoder.decode(err.answer.body as Uint8Array)), detail: err.detail }
-        : { code: (err as GatewayError).code, message: (err as Error).message };
-    return { chunks: sseData(sse), failure };
-  }
-  return { chunks: sseData(sse), failure: null };
+  const failureOf = (err: unknown) =>
+    err instanceof AttemptFailure
+      ? { kind: err.kind, code: err.code, status: err.status, message: err.message, headers: err.headers, retryAfterMs: err.retryAfterMs, answer: err.answer === null ? null : JSON.parse(decoder.decode(err.answer.body as Uint8Array)), detail: err.detail }
+      : { code: (err as GatewayError).code, message: (err as Error).message };
+  return translatedStream(new GenerateContentStreamTranslator(options), events.map((data) => ({ data })), failureOf);
 }
 
 describe('Gemini stream → chat.completion.chunk events (golden files)', () => {
@@ -187,14 +172,7 @@ describe("the stream's framing: SSE events, then Gemini's error body outside the
 
 describe('what the request translation refuses', () => {
   const base = { model: 'a', messages: [{ role: 'user', content: 'hi' }] };
-  const refusal = (body: Record<string, unknown>) => {
-    try {
-      toGenerateContentRequest(body, { dropParams: false });
-    } catch (err) {
-      return err as GatewayError;
-    }
-    throw new Error('not refused');
-  };
+  const refusal = (body: Record<string, unknown>) => refusalOf((body) => toGenerateContentRequest(body, { dropParams: false }), body);
 
   it.each([
     [{ logit_bias: { '1': 5 } }, 'logit_bias'],
@@ -208,11 +186,7 @@ describe('what the request translation refuses', () => {
     [{ messages: [{ role: 'user', content: [{ type: 'file', file: { file_id: 'file-1' } }] }] }, 'messages[0].content[0].type'],
     [{ messages: [{ role: 'function', name: 'f', content: 'x' }] }, 'messages[0].role'],
   ])('%j → 400 unsupported_parameter naming %s', (extra, param) => {
-    const err = refusal({ ...base, ...extra });
-    expect(err).toBeInstanceOf(GatewayError);
-    expect(err.code).toBe('unsupported_parameter');
-    expect(err.message.startsWith(`${param}:`)).toBe(true);
-    expect(err.message).toContain('drop_params');
+    expectUnsupported(refusal({ ...base, ...extra }), param);
   });
 
   it("a tool result whose call is not in the conversation, and arguments that are not a JSON object, are the caller's 400", () => {
