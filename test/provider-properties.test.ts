@@ -1,11 +1,15 @@
 /**
- * Properties of the translating adapters (issue 23, Tests):
- * - any split of a provider's stream into chunks (the SSE parser, then the
- *   adapter's relay) gives the client the same stream: the golden streams
- *   of workers/providers/anthropic/ and azure/, cut at random bytes;
+ * Properties of the translating adapters (issues 23 and 25, Tests):
+ * - any split of a provider's stream into chunks (the provider's parser,
+ *   then the adapter's relay) gives the client the same stream: the golden
+ *   streams of workers/providers/anthropic/, azure/ and gemini/ (Gemini's
+ *   with CRLF or LF, and with its error body after the events), cut at
+ *   random bytes;
  * - any valid chat request maps to an Anthropic request that Anthropic
- *   takes: the fake's check (test/support/anthropic-upstream.ts, the rules
- *   the official SDK's fake was proved with) finds nothing to refuse.
+ *   takes, and to a Gemini request that Gemini takes (or is refused by
+ *   name, and taken with drop_params): the fakes' checks
+ *   (test/support/anthropic-upstream.ts, gemini-upstream.ts: the rules the
+ *   official SDKs' fakes were proved with) find nothing to refuse.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -15,18 +19,22 @@ import { requestProblem } from './support/anthropic-upstream.js';
 import { joinPieces } from '../protocol/channel.js';
 import { SseParser } from '../workers/sse.js';
 import { sseText } from '../workers/providers/golden.js';
-import type { StreamRelay } from '../workers/providers/http-attempt.js';
-import { TranslatingRelay } from '../workers/providers/anthropic/index.js';
+import type { StreamParser, StreamRelay } from '../workers/providers/http-attempt.js';
+import { TranslatingRelay } from '../workers/providers/translating-relay.js';
 import { toMessagesRequest } from '../workers/providers/anthropic/request.js';
 import { MessagesStreamTranslator, type StreamOptions } from '../workers/providers/anthropic/stream.js';
 import { AzureRelay } from '../workers/providers/azure/index.js';
+import { toGenerateContentRequest } from '../workers/providers/gemini/request.js';
+import { GenerateContentStreamTranslator, type StreamOptions as GeminiStreamOptions } from '../workers/providers/gemini/stream.js';
+import { GeminiStreamParser } from '../workers/providers/gemini/stream-parser.js';
+import { GatewayError } from '../protocol/errors.js';
+import { requestProblem as geminiProblem, RATE_LIMITED } from './support/gemini-upstream.js';
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
-/** The bytes a relay gives for `bytes` cut at `cuts`, as http-attempt.ts drives it; then the failure's message when it failed. */
-function relayed(relay: StreamRelay, bytes: Uint8Array, cuts: number[]): string {
-  const parser = new SseParser(1 << 20);
+/** The bytes a relay gives for `bytes` cut at `cuts`, as http-attempt.ts drives it (with the provider's parser); then the failure's message when it failed. */
+function relayed(relay: StreamRelay, bytes: Uint8Array, cuts: number[], parser: StreamParser = new SseParser(1 << 20)): string {
   const points = [...new Set(cuts.map((c) => c % (bytes.length + 1)))].sort((a, b) => a - b);
   let out = '';
   const take = (payload: ReturnType<StreamRelay['batch']>) => {
@@ -53,11 +61,11 @@ function relayed(relay: StreamRelay, bytes: Uint8Array, cuts: number[]): string 
   return out;
 }
 
-function streams(dir: string): Array<{ name: string; events: Array<{ event?: string; data: unknown }>; options?: StreamOptions }> {
+function streams(dir: string): Array<{ name: string; events: Array<{ event?: string; data: unknown }>; options?: StreamOptions & GeminiStreamOptions }> {
   const path = join(import.meta.dirname, '..', 'workers', 'providers', dir, 'golden');
   return readdirSync(path)
     .filter((name) => name.startsWith('stream-'))
-    .map((name) => ({ name, ...(JSON.parse(readFileSync(join(path, name), 'utf8')) as { events: Array<{ event?: string; data: unknown }>; options?: StreamOptions }) }));
+    .map((name) => ({ name, ...(JSON.parse(readFileSync(join(path, name), 'utf8')) as { events: Array<{ event?: string; data: unknown }>; options?: StreamOptions & GeminiStreamOptions }) }));
 }
 
 const cutsArb = fc.array(fc.nat(), { maxLength: 40 });
@@ -82,6 +90,23 @@ describe('any split of a provider stream gives the client the same stream', () =
         fc.property(cutsArb, fc.boolean(), (cuts, crlf) => relayed(fresh(), encoder.encode(crlf ? text.replaceAll('\n', '\r\n') : text), cuts) === whole),
         { numRuns: 200 },
       );
+    });
+  }
+  for (const golden of streams('gemini')) {
+    it(`gemini ${golden.name}, CRLF or LF, with or without Gemini's error body after the events`, () => {
+      // Gemini's events are data only (CRLF line ends, as the service writes them); a failure mid-stream is a JSON body after them, outside the framing.
+      const text = golden.events.map((e) => `data: ${JSON.stringify(e)}\r\n\r\n`).join('');
+      const body = `${JSON.stringify({ error: RATE_LIMITED }, null, 2)}\n`;
+      const fresh = () => new TranslatingRelay(new GenerateContentStreamTranslator(golden.options as GeminiStreamOptions));
+      const run = (bytes: Uint8Array, cuts: number[]) => relayed(fresh(), bytes, cuts, new GeminiStreamParser(1 << 20));
+      for (const crlf of [true, false]) {
+        for (const broken of [false, true]) {
+          const bytes = encoder.encode((crlf ? text : text.replaceAll('\r\n', '\n')) + (broken ? body : ''));
+          const whole = run(bytes, []);
+          if (broken) expect(whole).toMatch(/failed: /);
+          fc.assert(fc.property(cutsArb, (cuts) => run(bytes, cuts) === whole), { numRuns: 100 });
+        }
+      }
     });
   }
 });
@@ -156,6 +181,26 @@ describe('any valid chat request maps to a Messages request Anthropic takes', ()
         const problem = requestProblem(request);
         if (problem !== null) throw new Error(`${problem}\n${JSON.stringify(request)}`);
         expect(JSON.stringify(request)).not.toMatch(/"type":"text","text":"\s*"/);
+      }),
+      { numRuns: 500 },
+    );
+  });
+});
+
+describe('any valid chat request maps to a generateContent request Gemini takes', () => {
+  it("the fake's request check (Gemini's rules) finds nothing, and no blank text part is sent; what is refused is refused by name and taken with drop_params", () => {
+    fc.assert(
+      fc.property(chatRequest, (body) => {
+        let request: Record<string, unknown>;
+        try {
+          request = toGenerateContentRequest(body, { dropParams: false });
+        } catch (err) {
+          if (!(err instanceof GatewayError) || err.code !== 'unsupported_parameter') throw err;
+          request = toGenerateContentRequest(body, { dropParams: true });
+        }
+        const problem = geminiProblem(request);
+        if (problem !== null) throw new Error(`${problem}\n${JSON.stringify(request)}`);
+        expect(JSON.stringify(request)).not.toMatch(/"text":"\s*"/);
       }),
       { numRuns: 500 },
     );

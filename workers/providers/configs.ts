@@ -10,11 +10,13 @@ import type { ProviderConfig } from './config.js';
 import { openaiConfig } from './openai/config.js';
 import { azureConfig } from './azure/config.js';
 import { anthropicConfig } from './anthropic/config.js';
+import { geminiConfig } from './gemini/config.js';
 import { mockConfig } from './mock/config.js';
 
 export const PROVIDER_CONFIGS: Readonly<Record<ProviderName, ProviderConfig>> = {
   openai: openaiConfig,
   azure: azureConfig,
   anthropic: anthropicConfig,
+  gemini: geminiConfig,
   mock: mockConfig,
 };

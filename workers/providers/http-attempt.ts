@@ -38,14 +38,32 @@ export interface HttpDialect {
   /** The answer's headers a caller may see: the allowlist, the provider's own rate-limit headers renamed onto it. */
   headers(raw: IncomingHttpHeaders): HeaderList;
   /** A provider 4xx body (whole, in the pieces read) as the compatible error object. */
-  error(status: number, body: readonly Uint8Array[]): { readonly contentType: string; readonly body: Payload };
+  error(status: number, body: readonly Uint8Array[]): ProviderErrorAnswer;
   /** A success body (whole) as the compatible answer, with its usage; throws upstream_invalid_response for one it cannot read. */
   reply(call: ProviderCall, body: readonly Uint8Array[]): { readonly body: Payload; readonly usage: Usage | null };
   /** A stream's relay for one call. */
   stream(call: ProviderCall): StreamRelay;
+  /**
+   * The parser of a stream's bytes, for a provider that writes something besides SSE events into
+   * one (Gemini's error body after its events); absent: the SSE parser.
+   */
+  streamParser?(maxEventBytes: number): StreamParser;
   /** A 5xx body is read (bounded) so the log can say what the provider said; otherwise it is dropped unread. */
   readonly readsServerErrors: boolean;
 }
+
+/** A provider 4xx as the compatible error object, with what the body says about how the attempt failed. */
+export interface ProviderErrorAnswer {
+  readonly contentType: string;
+  readonly body: Payload;
+  /** The provider refused the gateway's key with a status other than 401/403 (Gemini's 400 API_KEY_INVALID): the same failure as those. */
+  readonly credentialsRejected?: boolean;
+  /** A retry delay the body gives and no header does (Gemini's RetryInfo), in ms: kept as `retry-after`. */
+  readonly retryAfterMs?: number;
+}
+
+/** Bytes of a stream in, whole events out (workers/sse.ts's SseParser, or a provider's own around it). */
+export type StreamParser = Pick<SseParser, 'push' | 'finish'>;
 
 /** Turns a provider's stream into compatible SSE events, batch by batch. */
 export interface StreamRelay {
@@ -95,15 +113,16 @@ export async function httpAttempt(dialect: HttpDialect, call: ProviderCall, sink
     if (status >= 500 || status < 200 || status === 408) throw await serverFailure(dialect, exchange, status, passHeaders, responseHeaders);
     if (status >= 400) {
       // CONTRACT.md: provider 4xx pass through with their status and message (when no other deployment should be tried).
-      const error = dialect.error(status, await exchange.body);
-      throw providerFailure(status, passHeaders, retryAfterMs(responseHeaders), error.contentType, error.body);
+      throw clientFailure(status, passHeaders, responseHeaders, dialect.error(status, await exchange.body));
     }
     if (call.stream) {
       if (!isEventStream({ status, headers: responseHeaders })) {
         throw new GatewayError('upstream_invalid_response', 'the provider answered a stream request without an event stream');
       }
       sink.head(passHeaders);
-      const usage = await relayEvents(exchange, call, sink, deadlines, dialect.stream(call));
+      const limit = Math.min(MAX_EVENT_BYTES, call.maxResponseBytes);
+      const parser = dialect.streamParser?.(limit) ?? new SseParser(limit);
+      const usage = await relayEvents(exchange, parser, call, sink, deadlines, dialect.stream(call));
       sink.end(usage, performance.now() - started);
       return;
     }
@@ -119,6 +138,17 @@ export async function httpAttempt(dialect: HttpDialect, call: ProviderCall, sink
     // Whatever is not read by now is not wanted: the connection is dropped rather than drained.
     exchange.release();
   }
+}
+
+/** A provider 4xx: its compatible error, classified; a retry delay only its body gave becomes the answer's `retry-after`. */
+function clientFailure(status: number, passHeaders: HeaderList, raw: IncomingHttpHeaders, error: ProviderErrorAnswer): AttemptFailure {
+  let retryAfter = retryAfterMs(raw);
+  let headers = passHeaders;
+  if (retryAfter === 0 && error.retryAfterMs !== undefined && error.retryAfterMs > 0) {
+    retryAfter = error.retryAfterMs;
+    headers = [...passHeaders, 'retry-after', String(Math.ceil(retryAfter / 1000))];
+  }
+  return providerFailure(status, headers, retryAfter, error.contentType, error.body, error.credentialsRejected === true);
 }
 
 /** A 5xx (or 408, or 1xx) answer: transient. The caller gets the gateway's message; the provider's, redacted, is kept for the log. */
@@ -137,13 +167,12 @@ const isEventStream = ({ status, headers }: UpstreamHead): boolean =>
   status >= 200 && status < 300 && String(headers['content-type'] ?? '').startsWith('text/event-stream');
 
 /**
- * Relays a stream: each upstream chunk is parsed into whole events (one
+ * Relays a stream: each upstream chunk is parsed into whole events (the
  * SSE parser, which keeps event names) and handed to the dialect's relay,
  * whose output goes on as one data frame. Pausing the flow pauses the
  * upstream read and holds the idle deadline.
  */
-async function relayEvents(exchange: UpstreamExchange, call: ProviderCall, sink: AttemptSink, deadlines: Deadlines, relay: StreamRelay): Promise<Usage | null> {
-  const parser = new SseParser(Math.min(MAX_EVENT_BYTES, call.maxResponseBytes));
+async function relayEvents(exchange: UpstreamExchange, parser: StreamParser, call: ProviderCall, sink: AttemptSink, deadlines: Deadlines, relay: StreamRelay): Promise<Usage | null> {
   const follow = (paused: boolean) => {
     if (paused) {
       exchange.pause();

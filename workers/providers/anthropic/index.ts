@@ -9,11 +9,10 @@
 import { providerKey, settingsOf, type Upstream } from '../../../protocol/config.js';
 import type { AnthropicSettings } from './config.js';
 import { GatewayError } from '../../../protocol/errors.js';
-import type { Usage } from '../../../protocol/frames.js';
-import { decodedEvents, type SseBatch } from '../../sse.js';
 import type { Provider, ProviderCall } from '../adapter.js';
 import { bodyText, isRecord, parseBody } from '../compatible.js';
-import { httpAttempt, type HttpDialect, type StreamRelay } from '../http-attempt.js';
+import { httpAttempt, type HttpDialect } from '../http-attempt.js';
+import { TranslatingRelay } from '../translating-relay.js';
 import { anthropicError, anthropicHeaders } from './errors.js';
 import { toMessagesRequest } from './request.js';
 import { toChatCompletion } from './response.js';
@@ -57,50 +56,6 @@ const dialect: HttpDialect = {
   },
   readsServerErrors: true,
 };
-
-/** Each batch's events through the translator, its output as one frame. */
-export class TranslatingRelay implements StreamRelay {
-  readonly #translator: MessagesStreamTranslator;
-  #failure: unknown = null;
-
-  constructor(translator: MessagesStreamTranslator) {
-    this.#translator = translator;
-  }
-
-  /** An error event ends the translation; the events before it in the batch are still handed on (failure() then has it). */
-  batch(batch: SseBatch): Uint8Array | null {
-    if (this.#failure !== null) throw this.#failure;
-    const { events, names } = decodedEvents(batch);
-    let out = '';
-    try {
-      for (let i = 0; i < events.length; i++) out += this.#translator.event(names?.[i] ?? null, events[i] as string);
-    } catch (err) {
-      this.#failure = err;
-    }
-    return out.length === 0 ? null : encoder.encode(out);
-  }
-
-  /** A stream cut short is a failure too, reported the same way. */
-  end(rest: SseBatch): Uint8Array | null {
-    const last = this.batch(rest);
-    if (this.#failure === null) {
-      try {
-        this.#translator.end();
-      } catch (err) {
-        this.#failure = err;
-      }
-    }
-    return last;
-  }
-
-  failure(): unknown {
-    return this.#failure;
-  }
-
-  usage(): Usage | null {
-    return this.#translator.usage;
-  }
-}
 
 export const anthropicProvider: Provider = {
   call: (call, sink) => httpAttempt(dialect, call, sink),

@@ -25,6 +25,7 @@
  *   parameter is not sent.
  */
 import { GatewayError } from '../../../protocol/errors.js';
+import { contentParts, DATA_URL, eachMessage, functionTools, OPENAI_ONLY, refuser, refuseUnsupported, stopSequences, textOnly, toolCalls, Turns, type NoEquivalent, type Refuse } from '../chat-request.js';
 import { isRecord } from '../compatible.js';
 
 export interface RequestOptions {
@@ -41,43 +42,19 @@ export const JSON_TOOL = 'json_response';
 export const DEFAULT_MAX_TOKENS = 4096;
 
 type Block = Record<string, unknown>;
-interface Turn {
-  readonly role: 'user' | 'assistant';
-  readonly content: Block[];
-}
 
-/**
- * OpenAI parameters Anthropic has no equivalent for, each with the values
- * that ask for nothing (so `n: 1` or `logprobs: false` pass).
- */
-const REFUSED: Readonly<Record<string, (value: unknown) => boolean>> = {
+/** OpenAI parameters Anthropic has no equivalent for, each with the values that ask for nothing. */
+const REFUSED: NoEquivalent = {
   n: (v) => v === 1,
-  logit_bias: (v) => isRecord(v) && Object.keys(v).length === 0,
-  logprobs: (v) => v === false,
-  top_logprobs: (v) => v === 0,
   presence_penalty: (v) => v === 0,
   frequency_penalty: (v) => v === 0,
   seed: () => false,
-  audio: () => false,
-  modalities: (v) => Array.isArray(v) && v.every((m) => m === 'text'),
-  prediction: () => false,
-  reasoning_effort: () => false,
-  web_search_options: () => false,
-  functions: () => false,
-  function_call: () => false,
-  store: (v) => v === false,
-  service_tier: (v) => v === 'auto' || v === 'default',
-  verbosity: () => false,
+  ...OPENAI_ONLY,
 };
 
 export function toMessagesRequest(body: Readonly<Record<string, unknown>>, options: RequestOptions): Record<string, unknown> {
-  const refuse = (param: string, why: string): void => {
-    if (!options.dropParams) throw new GatewayError('unsupported_parameter', `${param}: ${why} (set drop_params: true to drop it)`);
-  };
-  for (const param of Object.keys(REFUSED)) {
-    const value = body[param];
-    if (value !== undefined && value !== null && !(REFUSED[param] as (v: unknown) => boolean)(value)) refuse(param, 'the anthropic provider has no equivalent');
-  }
+  const refuse = refuser(options.dropParams);
+  refuseUnsupported(body, REFUSED, 'anthropic', refuse);
 
   const { system, turns } = conversation(body.messages, refuse);
   const out: Record<string, unknown> = { model: options.model, max_tokens: maxTokens(body) };
@@ -88,7 +65,7 @@ export function toMessagesRequest(body: Readonly<Record<string, unknown>>, optio
   if (typeof body.temperature === 'number') out.temperature = body.temperature;
   if (typeof body.top_p === 'number') out.top_p = body.top_p;
   if (typeof body.user === 'string' && body.user.length > 0) out.metadata = { user_id: body.user };
-  const tools = toolsOf(body.tools, refuse);
+  const tools = functionTools(body.tools, refuse).map((t) => ({ name: t.name, ...(t.description === undefined ? {} : { description: t.description }), input_schema: t.parameters ?? { type: 'object', properties: {} } }));
   const json = jsonMode(body.response_format, tools.length > 0, refuse);
   if (json !== null) {
     out.tools = [{ name: JSON_TOOL, description: 'Answer with a JSON value that matches the input schema.', input_schema: json }];
@@ -107,72 +84,30 @@ function maxTokens(body: Readonly<Record<string, unknown>>): number {
   return typeof value === 'number' ? value : DEFAULT_MAX_TOKENS;
 }
 
-function stopSequences(stop: unknown): string[] | null {
-  const list = typeof stop === 'string' ? [stop] : Array.isArray(stop) ? stop : [];
-  const kept = list.filter((s): s is string => typeof s === 'string' && s.length > 0);
-  return kept.length > 0 ? kept : null;
-}
-
-function conversation(messages: unknown, refuse: (param: string, why: string) => void): { system: Block[]; turns: Turn[] } {
+function conversation(messages: unknown, refuse: Refuse): { system: Block[]; turns: Array<{ role: 'user' | 'assistant'; content: Block[] }> } {
   const system: Block[] = [];
-  const turns: Turn[] = [];
-  const push = (role: Turn['role'], blocks: Block[]) => {
-    if (blocks.length === 0) return;
-    const last = turns[turns.length - 1];
-    if (last !== undefined && last.role === role) last.content.push(...blocks);
-    else turns.push({ role, content: blocks });
-  };
-  (messages as readonly unknown[]).forEach((message, i) => {
-    const at = `messages[${i}]`;
-    if (!isRecord(message)) throw new GatewayError('invalid_request', `${at}: must be an object`);
-    switch (message.role) {
-      case 'system':
-      case 'developer':
-        system.push(...contentBlocks(message.content, `${at}.content`, false, refuse));
-        break;
-      case 'user':
-        push('user', contentBlocks(message.content, `${at}.content`, true, refuse));
-        break;
-      case 'assistant':
-        push('assistant', [...contentBlocks(message.content, `${at}.content`, false, refuse), ...toolUses(message.tool_calls, at)]);
-        break;
-      case 'tool':
-        push('user', [toolResult(message, at, refuse)]);
-        break;
-      default:
-        // `function` (the deprecated form of `tool`) included.
-        refuse(`${at}.role`, `role "${String(message.role)}" has no equivalent`);
-    }
-  });
-  return { system, turns };
-}
-
-/** Text (and, in user turns, image) blocks of a message's content; blank text is left out. */
-function contentBlocks(content: unknown, at: string, images: boolean, refuse: (param: string, why: string) => void): Block[] {
-  if (content === null || content === undefined) return [];
-  if (typeof content === 'string') return textBlock(content);
-  if (!Array.isArray(content)) throw new GatewayError('invalid_request', `${at}: must be a string or an array of content parts`);
-  const blocks: Block[] = [];
-  content.forEach((part, j) => {
-    const where = `${at}[${j}]`;
-    if (!isRecord(part)) throw new GatewayError('invalid_request', `${where}: must be an object`);
-    if (part.type === 'text') blocks.push(...textBlock(typeof part.text === 'string' ? part.text : ''));
-    // An assistant's refusal part was its text.
-    else if (part.type === 'refusal') blocks.push(...textBlock(typeof part.refusal === 'string' ? part.refusal : ''));
-    else if (part.type === 'image_url' && images) {
-      const image = imageBlock(part.image_url, `${where}.image_url`);
-      if (image !== null) blocks.push(image);
-    } else refuse(`${where}.type`, `content part "${String(part.type)}" has no equivalent here`);
-  });
-  return blocks;
+  const turns = new Turns<'user' | 'assistant', Block>();
+  eachMessage(
+    messages,
+    {
+      system: (m, at) => system.push(...contentParts(m.content, `${at}.content`, textBlock, textOnly, refuse)),
+      user: (m, at) => turns.push('user', contentParts(m.content, `${at}.content`, textBlock, (part, where) => (part.type === 'image_url' ? imageBlock(part.image_url, `${where}.image_url`) : null), refuse)),
+      assistant: (m, at) =>
+        turns.push('assistant', [
+          ...contentParts(m.content, `${at}.content`, textBlock, textOnly, refuse),
+          ...toolCalls(m.tool_calls, at).map((call) => ({ type: 'tool_use', id: call.id, name: call.name, input: call.args })),
+        ]),
+      tool: (m, at) => turns.push('user', [toolResult(m, at, refuse)]),
+    },
+    refuse,
+  );
+  return { system, turns: turns.list.map((turn) => ({ role: turn.role, content: turn.blocks })) };
 }
 
 /** Anthropic refuses text blocks that are empty or only whitespace. */
 const textBlock = (text: string): Block[] => (text.trim().length > 0 ? [{ type: 'text', text }] : []);
 
-const DATA_URL = /^data:([^;,]+);base64,(.*)$/s;
-
-function imageBlock(image: unknown, at: string): Block | null {
+function imageBlock(image: unknown, at: string): Block {
   const url = isRecord(image) ? image.url : undefined;
   if (typeof url !== 'string' || url.length === 0) throw new GatewayError('invalid_request', `${at}.url: must be a URL`);
   const data = DATA_URL.exec(url);
@@ -181,57 +116,12 @@ function imageBlock(image: unknown, at: string): Block | null {
   throw new GatewayError('invalid_request', `${at}.url: must be an http(s) or base64 data URL`);
 }
 
-function toolUses(calls: unknown, at: string): Block[] {
-  if (calls === undefined || calls === null) return [];
-  if (!Array.isArray(calls)) throw new GatewayError('invalid_request', `${at}.tool_calls: must be an array`);
-  return calls.map((call, j) => {
-    const where = `${at}.tool_calls[${j}]`;
-    const fn = isRecord(call) ? call.function : undefined;
-    if (!isRecord(call) || typeof call.id !== 'string' || !isRecord(fn) || typeof fn.name !== 'string') {
-      throw new GatewayError('invalid_request', `${where}: must have an id and a function with a name`);
-    }
-    return { type: 'tool_use', id: call.id, name: fn.name, input: toolInput(fn.arguments, `${where}.function.arguments`) };
-  });
-}
-
-/** Arguments are a JSON string in OpenAI's format and an object in Anthropic's; an empty string is no arguments. */
-function toolInput(args: unknown, at: string): Record<string, unknown> {
-  if (args === undefined || args === null || args === '') return {};
-  let input: unknown = args;
-  if (typeof args === 'string') {
-    try {
-      input = JSON.parse(args);
-    } catch {
-      throw new GatewayError('invalid_request', `${at}: is not JSON`);
-    }
-  }
-  if (!isRecord(input)) throw new GatewayError('invalid_request', `${at}: must be a JSON object`);
-  return input;
-}
-
-function toolResult(message: Record<string, unknown>, at: string, refuse: (param: string, why: string) => void): Block {
+function toolResult(message: Record<string, unknown>, at: string, refuse: Refuse): Block {
   if (typeof message.tool_call_id !== 'string') throw new GatewayError('invalid_request', `${at}.tool_call_id: must be a string`);
   const block: Block = { type: 'tool_result', tool_use_id: message.tool_call_id };
-  const content = typeof message.content === 'string' ? message.content.trim().length > 0 ? message.content : null : contentBlocks(message.content, `${at}.content`, false, refuse);
+  const content = typeof message.content === 'string' ? (message.content.trim().length > 0 ? message.content : null) : contentParts(message.content, `${at}.content`, textBlock, textOnly, refuse);
   if (content !== null && content.length > 0) block.content = content;
   return block;
-}
-
-function toolsOf(tools: unknown, refuse: (param: string, why: string) => void): Block[] {
-  if (!Array.isArray(tools)) return [];
-  const out: Block[] = [];
-  tools.forEach((tool, i) => {
-    const fn = isRecord(tool) ? tool.function : undefined;
-    if (!isRecord(tool) || tool.type !== 'function' || !isRecord(fn) || typeof fn.name !== 'string') {
-      refuse(`tools[${i}].type`, `only function tools have an equivalent`);
-      return;
-    }
-    const block: Block = { name: fn.name };
-    if (typeof fn.description === 'string') block.description = fn.description;
-    block.input_schema = isRecord(fn.parameters) ? fn.parameters : { type: 'object', properties: {} };
-    out.push(block);
-  });
-  return out;
 }
 
 function toolChoice(choice: unknown, serial: boolean): Block | null {

@@ -8,7 +8,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { GatewayError } from '../../../protocol/errors.js';
 import { AttemptFailure } from '../../routing/failure.js';
-import { goldenFiles, sseData } from '../golden.js';
+import { expectUnsupported, goldenFiles, refusalOf, requestGoldens, sseData, translatedStream } from '../golden.js';
 import { anthropicError, anthropicHeaders } from './errors.js';
 import { toMessagesRequest, type RequestOptions } from './request.js';
 import { toChatCompletion, type ResponseOptions } from './response.js';
@@ -17,14 +17,7 @@ import { MessagesStreamTranslator, textDeltaInPlace, type StreamOptions } from '
 const DIR = join(import.meta.dirname, 'golden');
 
 describe('chat request → Anthropic Messages request (golden files)', () => {
-  for (const golden of goldenFiles<{ about: string; options: RequestOptions; chat: Record<string, unknown>; anthropic: unknown }>(DIR, 'request-')) {
-    it(`${golden.name}: ${golden.case.about}`, () => {
-      const before = JSON.stringify(golden.case.chat);
-      golden.expectAt('anthropic', toMessagesRequest(golden.case.chat, golden.case.options));
-      // The body is the attempt loop's, shared by every attempt: never changed.
-      expect(JSON.stringify(golden.case.chat)).toBe(before);
-    });
-  }
+  requestGoldens<RequestOptions>(DIR, 'anthropic', toMessagesRequest);
 });
 
 describe('Anthropic message → chat.completion (golden files)', () => {
@@ -45,16 +38,9 @@ interface StreamCase {
 
 /** Feeds the events one by one; the chunks sent until the end or the failure, and the failure. */
 function translateEvents(options: StreamOptions, events: StreamCase['events']): { chunks: unknown[]; failure: unknown } {
-  const translator = new MessagesStreamTranslator(options);
-  let sse = '';
-  try {
-    for (const { event, data } of events) sse += translator.event(event, JSON.stringify(data));
-    sse += translator.end();
-  } catch (err) {
-    const failure = err instanceof AttemptFailure ? { kind: err.kind, code: err.code, status: err.status, message: err.message, detail: err.detail } : { code: (err as GatewayError).code, message: (err as Error).message };
-    return { chunks: sseData(sse), failure };
-  }
-  return { chunks: sseData(sse), failure: null };
+  return translatedStream(new MessagesStreamTranslator(options), events, (err) =>
+    err instanceof AttemptFailure ? { kind: err.kind, code: err.code, status: err.status, message: err.message, detail: err.detail } : { code: (err as GatewayError).code, message: (err as Error).message },
+  );
 }
 
 describe('Anthropic stream → chat.completion.chunk events (golden files)', () => {
@@ -157,14 +143,7 @@ describe('Anthropic errors and headers', () => {
 describe('what the request translation refuses', () => {
   const base = { model: 'a', messages: [{ role: 'user', content: 'hi' }] };
   const options = { model: 'claude-fake-1', dropParams: false };
-  const refusal = (body: Record<string, unknown>) => {
-    try {
-      toMessagesRequest(body, options);
-    } catch (err) {
-      return err as GatewayError;
-    }
-    throw new Error('not refused');
-  };
+  const refusal = (body: Record<string, unknown>) => refusalOf((body) => toMessagesRequest(body, options), body);
 
   it.each([
     [{ n: 2 }, 'n'],
@@ -177,11 +156,7 @@ describe('what the request translation refuses', () => {
     [{ messages: [{ role: 'user', content: [{ type: 'input_audio', input_audio: { data: 'x', format: 'wav' } }] }] }, 'messages[0].content[0].type'],
     [{ messages: [{ role: 'function', name: 'f', content: 'x' }] }, 'messages[0].role'],
   ])('%j → 400 unsupported_parameter naming %s', (extra, param) => {
-    const err = refusal({ ...base, ...extra });
-    expect(err).toBeInstanceOf(GatewayError);
-    expect(err.code).toBe('unsupported_parameter');
-    expect(err.message.startsWith(`${param}:`)).toBe(true);
-    expect(err.message).toContain('drop_params');
+    expectUnsupported(refusal({ ...base, ...extra }), param);
   });
 
   it('tool call arguments that are not a JSON object are the caller\'s 400', () => {
