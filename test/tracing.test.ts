@@ -7,7 +7,7 @@ import * as incubating from '@opentelemetry/semantic-conventions/incubating';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ATTR, REQUEST_PARAMS } from '../protocol/genai.js';
 import { TEST_KEY, useGateway, type GatewayEndpoint } from './support/gateway.js';
-import { SPAN_KIND, STATUS_CODE, startOtlpCollector, type CollectedSpan, type OtlpCollector } from './support/otlp-collector.js';
+import { SPAN_KIND, STATUS_CODE, startOtlpCollector, type CollectedSpan, type CollectorMode, type OtlpCollector } from './support/otlp-collector.js';
 import { deploymentYaml, startScriptedUpstream, type ScriptedUpstream } from './support/scripted-upstream.js';
 import { freePort } from './support/start-command.js';
 
@@ -33,6 +33,29 @@ router_settings: { num_retries: 1 }
 
 /** The env of a traced gateway exporting to `collector`, quickly (the batch delay is 5 s by default). */
 const traced = (collector: OtlpCollector, more: Record<string, string> = {}) => ({ OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OTEL_BSP_SCHEDULE_DELAY: '20', ...more });
+
+/**
+ * For the enclosing describe: a fake collector (in `mode`), scripted deployments `east`, `west`, `solo`, and the
+ * built server serving `yamlFor` with tracing on: exporting to the collector, `env` on top. Reset before each test.
+ */
+function useTracedGateway(env: Record<string, string> = {}, mode: CollectorMode = { kind: 'ok' }): { readonly gw: GatewayEndpoint; readonly t: { collector: OtlpCollector; up: ScriptedUpstream } } {
+  const t = {} as { collector: OtlpCollector; up: ScriptedUpstream };
+  beforeAll(async () => {
+    t.collector = await startOtlpCollector();
+    t.up = await startScriptedUpstream(['east', 'west', 'solo']);
+  });
+  afterAll(async () => {
+    await t.up?.close();
+    await t.collector?.close();
+  });
+  const { gw } = useGateway({ upstreams: 0, process: true, gateway: () => ({ yaml: yamlFor(t.up), env: traced(t.collector, env) }) });
+  beforeEach(() => {
+    t.up.reset();
+    t.collector.reset();
+    t.collector.mode(mode);
+  });
+  return { gw, t };
+}
 
 let requestNumber = 0;
 /** A request id of its own for each request: its server span is found by it. */
@@ -63,21 +86,7 @@ function traceparentOf(headers: Record<string, string | string[] | undefined>): 
 }
 
 describe('tracing over OTLP/HTTP protobuf (the default)', () => {
-  let collector: OtlpCollector;
-  let up: ScriptedUpstream;
-  beforeAll(async () => {
-    collector = await startOtlpCollector();
-    up = await startScriptedUpstream(['east', 'west', 'solo']);
-  });
-  afterAll(async () => {
-    await up?.close();
-    await collector?.close();
-  });
-  const { gw } = useGateway({ upstreams: 0, process: true, gateway: () => ({ yaml: yamlFor(up), env: traced(collector) }) });
-  beforeEach(() => {
-    up.reset();
-    collector.reset();
-  });
+  const { gw, t } = useTracedGateway();
 
   it('chat: one SERVER span that continues the caller\'s trace, with the GenAI, HTTP and routing attributes, and one CLIENT span whose id went upstream', async () => {
     const requestId = nextRequestId('chat');
@@ -87,7 +96,7 @@ describe('tracing over OTLP/HTTP protobuf (the default)', () => {
       'x-request-id': requestId,
     });
     expect(answer.status).toBe(200);
-    const { server, attempts } = await traceOf(collector, requestId, 1);
+    const { server, attempts } = await traceOf(t.collector, requestId, 1);
 
     expect(server).toMatchObject({ name: 'chat pair', kind: SPAN_KIND.server, traceId: CALLER_TRACE, parentSpanId: CALLER_SPAN, traceState: 'vendor=abc', status: { code: STATUS_CODE.unset } });
     expect(server.attributes).toMatchObject({
@@ -130,27 +139,27 @@ describe('tracing over OTLP/HTTP protobuf (the default)', () => {
       'switchyard.deployment': 'east',
       'switchyard.attempt': 1,
       'server.address': '127.0.0.1',
-      'server.port': Number(new URL(up.at('east').url).port),
+      'server.port': Number(new URL(t.up.at('east').url).port),
       'http.response.status_code': 200,
     });
     expect(attempt.startNs).toBeGreaterThanOrEqual(server.startNs);
     expect(attempt.endNs).toBeLessThanOrEqual(server.endNs);
     // The upstream request carried the attempt span as its parent, and the caller's tracestate.
-    const received = up.at('east').received[0]?.headers ?? {};
+    const received = t.up.at('east').received[0]?.headers ?? {};
     expect(traceparentOf(received)).toEqual({ traceId: CALLER_TRACE, spanId: attempt.spanId, flags: '01' });
     expect(received.tracestate).toBe('vendor=abc');
     // Nothing of a key anywhere in what was exported.
-    const exported = JSON.stringify(collector.spans, (_k, v: unknown) => (typeof v === 'bigint' ? String(v) : v));
+    const exported = JSON.stringify(t.collector.spans, (_k, v: unknown) => (typeof v === 'bigint' ? String(v) : v));
     for (const secret of [TEST_KEY, 'sk-key-of-east', 'Bearer']) expect(exported).not.toContain(secret);
   });
 
   it('a stream: the server span ends with the stream, with its time to first chunk; the attempt span has the first-chunk event', async () => {
-    up.at('east').script({ kind: 'slow-first-content', ms: 60 });
+    t.up.at('east').script({ kind: 'slow-first-content', ms: 60 });
     const requestId = nextRequestId('stream');
     const answer = await post(gw, '/v1/chat/completions', { model: 'pair', messages: MESSAGES, stream: true }, { 'x-request-id': requestId });
     expect(answer.status).toBe(200);
     expect(answer.text).toContain('data: [DONE]');
-    const { server, attempts } = await traceOf(collector, requestId, 1);
+    const { server, attempts } = await traceOf(t.collector, requestId, 1);
     expect(server.name).toBe('chat pair');
     expect(server.attributes).toMatchObject({ 'gen_ai.request.stream': true, 'gen_ai.response.model': 'model-east', 'gen_ai.response.finish_reasons': ['stop'], 'http.response.status_code': 200 });
     expect(server.attributes['gen_ai.response.time_to_first_chunk']).toBeGreaterThanOrEqual(0.05);
@@ -168,7 +177,7 @@ describe('tracing over OTLP/HTTP protobuf (the default)', () => {
     const requestId = nextRequestId('mock-stream');
     const answer = await post(gw, '/v1/chat/completions', { model: 'mock-chat', messages: MESSAGES, stream: true, stream_options: { include_usage: true } }, { 'x-request-id': requestId });
     expect(answer.status).toBe(200);
-    const { server, attempts } = await traceOf(collector, requestId, 1);
+    const { server, attempts } = await traceOf(t.collector, requestId, 1);
     expect(server.attributes).toMatchObject({ 'gen_ai.provider.name': 'mock', 'gen_ai.response.model': 'chat-small', 'gen_ai.usage.output_tokens': 3, 'gen_ai.response.finish_reasons': ['stop'] });
     expect(server.attributes['gen_ai.usage.input_tokens']).toBeGreaterThan(0);
     expect(attempts[0]?.attributes).not.toHaveProperty('server.address');
@@ -178,7 +187,7 @@ describe('tracing over OTLP/HTTP protobuf (the default)', () => {
     const requestId = nextRequestId('embed');
     const answer = await post(gw, '/v1/embeddings', { model: 'embed', input: 'hello', encoding_format: 'float', dimensions: 2 }, { 'x-request-id': requestId });
     expect(answer.status).toBe(200);
-    const { server, attempts } = await traceOf(collector, requestId, 1);
+    const { server, attempts } = await traceOf(t.collector, requestId, 1);
     expect(server).toMatchObject({ name: 'embeddings embed', kind: SPAN_KIND.server });
     expect(server.attributes).toMatchObject({
       'gen_ai.operation.name': 'embeddings',
@@ -194,11 +203,11 @@ describe('tracing over OTLP/HTTP protobuf (the default)', () => {
   });
 
   it('a retried call: one CLIENT span per attempt, the failed one ERROR with its status and code, each upstream given its own span as parent', async () => {
-    up.at('east').script({ kind: 'status', status: 500 });
+    t.up.at('east').script({ kind: 'status', status: 500 });
     const requestId = nextRequestId('retry');
     const answer = await post(gw, '/v1/chat/completions', { model: 'pair', messages: MESSAGES }, { 'x-request-id': requestId });
     expect(answer.status).toBe(200);
-    const { server, attempts } = await traceOf(collector, requestId, 2);
+    const { server, attempts } = await traceOf(t.collector, requestId, 2);
     expect(server.status.code).toBe(STATUS_CODE.unset);
     expect(server.attributes).toMatchObject({ 'switchyard.attempts': 2, 'switchyard.deployment': 'west', 'gen_ai.response.model': 'model-west' });
     const [first, second] = attempts as [CollectedSpan, CollectedSpan];
@@ -208,19 +217,19 @@ describe('tracing over OTLP/HTTP protobuf (the default)', () => {
     expect(second.attributes).not.toHaveProperty('error.type');
     expect(second.status.code).toBe(STATUS_CODE.unset);
     expect(second.startNs).toBeGreaterThanOrEqual(first.endNs - 1_000_000n);
-    expect(traceparentOf(up.at('east').received[0]?.headers ?? {}).spanId).toBe(first.spanId);
-    expect(traceparentOf(up.at('west').received[0]?.headers ?? {}).spanId).toBe(second.spanId);
+    expect(traceparentOf(t.up.at('east').received[0]?.headers ?? {}).spanId).toBe(first.spanId);
+    expect(traceparentOf(t.up.at('west').received[0]?.headers ?? {}).spanId).toBe(second.spanId);
     // A new trace (no traceparent came): the server span is its root.
     expect(server.parentSpanId).toBe('');
-    expect(traceparentOf(up.at('west').received[0]?.headers ?? {}).traceId).toBe(server.traceId);
+    expect(traceparentOf(t.up.at('west').received[0]?.headers ?? {}).traceId).toBe(server.traceId);
   });
 
   it('a failed call: 502 after every attempt failed is ERROR on the server span and on each attempt', async () => {
-    up.at('solo').always({ kind: 'status', status: 503 });
+    t.up.at('solo').always({ kind: 'status', status: 503 });
     const requestId = nextRequestId('failed');
     const answer = await post(gw, '/v1/chat/completions', { model: 'solo', messages: MESSAGES }, { 'x-request-id': requestId });
     expect(answer.status).toBe(502);
-    const { server, attempts } = await traceOf(collector, requestId, 2);
+    const { server, attempts } = await traceOf(t.collector, requestId, 2);
     expect(server).toMatchObject({ name: 'chat solo', status: { code: STATUS_CODE.error } });
     expect(server.attributes).toMatchObject({ 'http.response.status_code': 502, 'error.type': 'upstream_error', 'switchyard.attempts': 2 });
     expect(attempts.map((a) => [a.attributes['switchyard.attempt'], a.status.code, a.attributes['http.response.status_code']])).toEqual([
@@ -230,12 +239,12 @@ describe('tracing over OTLP/HTTP protobuf (the default)', () => {
   });
 
   it('a stream that fails after its first byte ends with an error event: its server span is ERROR, its status 200', async () => {
-    up.at('east').script({ kind: 'reset-after-content' });
+    t.up.at('east').script({ kind: 'reset-after-content' });
     const requestId = nextRequestId('broken-stream');
     const answer = await post(gw, '/v1/chat/completions', { model: 'pair', messages: MESSAGES, stream: true }, { 'x-request-id': requestId });
     expect(answer.status).toBe(200);
     expect(answer.text).toContain('"error"');
-    const { server, attempts } = await traceOf(collector, requestId, 1);
+    const { server, attempts } = await traceOf(t.collector, requestId, 1);
     expect(server.status.code).toBe(STATUS_CODE.error);
     expect(server.attributes['http.response.status_code']).toBe(200);
     expect(server.attributes['error.type']).toMatch(/^upstream_/);
@@ -249,7 +258,7 @@ describe('tracing over OTLP/HTTP protobuf (the default)', () => {
     expect((await post(gw, '/v1/chat/completions', { model: 'no-such-model', messages: MESSAGES }, { 'x-request-id': unknown })).status).toBe(404);
     const bad = nextRequestId('400');
     expect((await post(gw, '/v1/embeddings', '{"model":', { 'x-request-id': bad })).status).toBe(400);
-    const spans = await Promise.all([unauthorized, unknown, bad].map((id) => traceOf(collector, id, 0)));
+    const spans = await Promise.all([unauthorized, unknown, bad].map((id) => traceOf(t.collector, id, 0)));
     expect(spans.map(({ server: s }) => [s.name, s.kind, s.status.code, s.attributes['http.response.status_code'], s.attributes['error.type']])).toEqual([
       ['chat', SPAN_KIND.server, STATUS_CODE.unset, 401, 'invalid_api_key'],
       ['chat', SPAN_KIND.server, STATUS_CODE.unset, 404, 'model_not_found'],
@@ -264,7 +273,7 @@ describe('tracing over OTLP/HTTP protobuf (the default)', () => {
     const requestId = nextRequestId('responses');
     const answer = await post(gw, '/v1/responses', { model: 'pair', input: 'hi', max_output_tokens: 20 }, { 'x-request-id': requestId });
     expect(answer.status).toBe(200);
-    const { server, attempts } = await traceOf(collector, requestId, 1);
+    const { server, attempts } = await traceOf(t.collector, requestId, 1);
     expect(server).toMatchObject({ name: 'chat pair', attributes: { 'url.path': '/v1/responses', 'gen_ai.operation.name': 'chat', 'gen_ai.request.max_tokens': 20, 'gen_ai.response.model': 'model-east' } });
     expect(attempts[0]?.name).toBe('chat model-east');
   });
@@ -273,14 +282,14 @@ describe('tracing over OTLP/HTTP protobuf (the default)', () => {
     const unsampled = '1234567890abcdef1234567890abcdef';
     const answer = await post(gw, '/v1/chat/completions', { model: 'pair', messages: MESSAGES }, { traceparent: `00-${unsampled}-${CALLER_SPAN}-00` });
     expect(answer.status).toBe(200);
-    const sent = traceparentOf(up.at('east').received[0]?.headers ?? {});
+    const sent = traceparentOf(t.up.at('east').received[0]?.headers ?? {});
     expect(sent).toMatchObject({ traceId: unsampled, flags: '00' });
     expect(sent.spanId).not.toBe(CALLER_SPAN);
     // Spans leave in order: once a later request's are in, the unsampled one's would have been too.
     const later = nextRequestId('after-unsampled');
     await post(gw, '/v1/chat/completions', { model: 'mock-chat', messages: MESSAGES }, { 'x-request-id': later });
-    await traceOf(collector, later, 1);
-    expect(collector.spans.filter((s) => s.traceId === unsampled)).toEqual([]);
+    await traceOf(t.collector, later, 1);
+    expect(t.collector.spans.filter((s) => s.traceId === unsampled)).toEqual([]);
   });
 
   it('every attribute name Switchyard records is the conventions\' own, or its own under switchyard.', () => {
@@ -292,77 +301,46 @@ describe('tracing over OTLP/HTTP protobuf (the default)', () => {
 });
 
 describe('tracing over OTLP/HTTP JSON, with the resource, headers and content capture variables', () => {
-  let collector: OtlpCollector;
-  let up: ScriptedUpstream;
-  beforeAll(async () => {
-    collector = await startOtlpCollector();
-    up = await startScriptedUpstream(['east', 'west', 'solo']);
-  });
-  afterAll(async () => {
-    await up?.close();
-    await collector?.close();
-  });
-  const { gw } = useGateway({
-    upstreams: 0,
-    process: true,
-    gateway: () => ({
-      yaml: yamlFor(up),
-      env: traced(collector, {
-        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
-        OTEL_SERVICE_NAME: 'edge-gateway',
-        OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment=test,team=ml',
-        OTEL_EXPORTER_OTLP_HEADERS: 'x-tenant=blue',
-        OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: 'true',
-      }),
-    }),
-  });
-  beforeEach(() => {
-    up.reset();
-    collector.reset();
+  const { gw, t } = useTracedGateway({
+    OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+    OTEL_SERVICE_NAME: 'edge-gateway',
+    OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment=test,team=ml',
+    OTEL_EXPORTER_OTLP_HEADERS: 'x-tenant=blue',
+    OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: 'true',
   });
 
   it('exports JSON with the configured service name, resource attributes and headers; messages recorded once opted in', async () => {
     const requestId = nextRequestId('json');
     expect((await post(gw, '/v1/chat/completions', { model: 'pair', messages: MESSAGES }, { 'x-request-id': requestId })).status).toBe(200);
-    const { server, attempts } = await traceOf(collector, requestId, 1);
-    expect(collector.exports[0]).toMatchObject({ path: '/v1/traces', contentType: expect.stringContaining('application/json') as string });
-    expect(collector.exports[0]?.headers['x-tenant']).toBe('blue');
+    const { server, attempts } = await traceOf(t.collector, requestId, 1);
+    expect(t.collector.exports[0]).toMatchObject({ path: '/v1/traces', contentType: expect.stringContaining('application/json') as string });
+    expect(t.collector.exports[0]?.headers['x-tenant']).toBe('blue');
     expect(server.resource).toMatchObject({ 'service.name': 'edge-gateway', 'deployment.environment': 'test', team: 'ml' });
     expect(server.attributes).toMatchObject({ 'gen_ai.request.model': 'pair', 'gen_ai.response.finish_reasons': ['stop'] });
     expect(JSON.parse(server.attributes['gen_ai.system_instructions'] as string)).toEqual([{ type: 'text', content: 'be brief' }]);
     expect(JSON.parse(server.attributes['gen_ai.input.messages'] as string)).toEqual([{ role: 'user', parts: [{ type: 'text', content: 'hi' }] }]);
     expect(JSON.parse(server.attributes['gen_ai.output.messages'] as string)).toEqual([{ role: 'assistant', parts: [{ type: 'text', content: 'from east' }], finish_reason: 'stop' }]);
     expect(attempts).toHaveLength(1);
-    const exported = JSON.stringify(collector.spans, (_k, v: unknown) => (typeof v === 'bigint' ? String(v) : v));
+    const exported = JSON.stringify(t.collector.spans, (_k, v: unknown) => (typeof v === 'bigint' ? String(v) : v));
     for (const secret of [TEST_KEY, 'sk-key-of-east']) expect(exported).not.toContain(secret);
   });
 
   it('a stream\'s output is assembled from its chunks when content is captured', async () => {
     const requestId = nextRequestId('json-stream');
     expect((await post(gw, '/v1/chat/completions', { model: 'pair', messages: MESSAGES, stream: true }, { 'x-request-id': requestId })).status).toBe(200);
-    const { server } = await traceOf(collector, requestId, 1);
+    const { server } = await traceOf(t.collector, requestId, 1);
     expect(JSON.parse(server.attributes['gen_ai.output.messages'] as string)).toEqual([{ role: 'assistant', parts: [{ type: 'text', content: 'from east' }], finish_reason: 'stop' }]);
   });
 });
 
 describe('tracing with OTEL_TRACES_SAMPLER=always_off', () => {
-  let collector: OtlpCollector;
-  let up: ScriptedUpstream;
-  beforeAll(async () => {
-    collector = await startOtlpCollector();
-    up = await startScriptedUpstream(['east', 'west', 'solo']);
-  });
-  afterAll(async () => {
-    await up?.close();
-    await collector?.close();
-  });
-  const { gw } = useGateway({ upstreams: 0, process: true, gateway: () => ({ yaml: yamlFor(up), env: traced(collector, { OTEL_TRACES_SAMPLER: 'always_off' }) }) });
+  const { gw, t } = useTracedGateway({ OTEL_TRACES_SAMPLER: 'always_off' });
 
   it('exports nothing, and still sends a traceparent upstream, not sampled', async () => {
     for (let i = 0; i < 3; i++) expect((await post(gw, '/v1/chat/completions', { model: 'pair', messages: MESSAGES })).status).toBe(200);
-    expect(traceparentOf(up.at('east').received[0]?.headers ?? {}).flags).toBe('00');
+    expect(traceparentOf(t.up.at('east').received[0]?.headers ?? {}).flags).toBe('00');
     await new Promise((resolve) => setTimeout(resolve, 300));
-    expect(collector.exports).toEqual([]);
+    expect(t.collector.exports).toEqual([]);
   });
 });
 
@@ -392,24 +370,13 @@ const SMALL_QUEUE = { OTEL_BSP_MAX_QUEUE_SIZE: '16', OTEL_BSP_MAX_EXPORT_BATCH_S
 const BOUNDED_MS = 2_000;
 
 describe('a collector that never answers costs no request latency; the spans it cannot take are dropped and counted', () => {
-  let collector: OtlpCollector;
-  let up: ScriptedUpstream;
-  beforeAll(async () => {
-    collector = await startOtlpCollector();
-    collector.mode({ kind: 'hang' });
-    up = await startScriptedUpstream(['east', 'west', 'solo']);
-  });
-  afterAll(async () => {
-    await up?.close();
-    await collector?.close();
-  });
-  const { gw } = useGateway({ upstreams: 0, process: true, gateway: () => ({ yaml: yamlFor(up), env: traced(collector, { ...SMALL_QUEUE, OTEL_EXPORTER_OTLP_TIMEOUT: '30000' }) }) });
+  const { gw, t } = useTracedGateway({ ...SMALL_QUEUE, OTEL_EXPORTER_OTLP_TIMEOUT: '30000' }, { kind: 'hang' });
 
   it('100 requests while the first export hangs: every one answered in bounded time, the queue held at its bound, the rest dropped and counted', async () => {
     expect(await slowestOf(gw, 100)).toBeLessThan(BOUNDED_MS);
     // 200 spans: one batch of 8 hangs in export, 16 wait in the queue, the rest are dropped.
-    await collector.waitFor(() => collector.exports.length >= 1);
-    expect(collector.exports.length).toBeLessThanOrEqual(2);
+    await t.collector.waitFor(() => t.collector.exports.length >= 1);
+    expect(t.collector.exports.length).toBeLessThanOrEqual(2);
     expect(await droppedSpans(gw)).toBeGreaterThanOrEqual(200 - 16 - 2 * 8);
   });
 });
