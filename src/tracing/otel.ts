@@ -62,6 +62,8 @@ class OtelTracing implements Tracing {
   readonly #propagator: Core.W3CTraceContextPropagator;
   readonly #content: boolean;
   readonly #clock = new SpanClock();
+  /** The last Host header and its address and port. */
+  #lastHost: readonly [string, readonly [string, number]] = ['', ['', 0]];
 
   constructor(otel: OpenTelemetry, settings: TracingSettings, log: Logger) {
     const { api, core, resources, sdk } = otel;
@@ -89,6 +91,11 @@ class OtelTracing implements Tracing {
     this.#propagator = new core.W3CTraceContextPropagator();
   }
 
+  /** `server.address` and `server.port` of a Host header; the last one is kept (a pod's clients send one or two). */
+  #hostAndPort(host: string): readonly [string, number] {
+    if (host !== this.#lastHost[0]) this.#lastHost = [host, hostAndPort(host)];
+    return this.#lastHost[1];
+  }
   get dropped(): number {
     return this.#accounting.dropped;
   }
@@ -97,7 +104,7 @@ class OtelTracing implements Tracing {
     const { api } = this.#otel;
     const traceparent = req.getHeader('traceparent');
     const parent = traceparent === '' ? api.ROOT_CONTEXT : this.#propagator.extract(api.ROOT_CONTEXT, { traceparent, tracestate: req.getHeader('tracestate') }, api.defaultTextMapGetter);
-    const [address, port] = hostAndPort(req.getHeader('host'));
+    const [address, port] = this.#hostAndPort(req.getHeader('host'));
     const operation = genAiOperation(op);
     const attributes: Api.Attributes = {
       [ATTR.operationName]: operation,
