@@ -38,7 +38,7 @@ const traced = (collector: OtlpCollector, more: Record<string, string> = {}) => 
  * For the enclosing describe: a fake collector (in `mode`), scripted deployments `east`, `west`, `solo`, and the
  * built server serving `yamlFor` with tracing on: exporting to the collector, `env` on top. Reset before each test.
  */
-function useTracedGateway(env: Record<string, string> = {}, mode: CollectorMode = { kind: 'ok' }): { readonly gw: GatewayEndpoint; readonly t: { collector: OtlpCollector; up: ScriptedUpstream } } {
+function useTracedGateway(env: Record<string, string> = {}, mode: CollectorMode = { kind: 'ok' }, workers?: number): { readonly gw: GatewayEndpoint; readonly t: { collector: OtlpCollector; up: ScriptedUpstream } } {
   const t = {} as { collector: OtlpCollector; up: ScriptedUpstream };
   beforeAll(async () => {
     t.collector = await startOtlpCollector();
@@ -48,7 +48,7 @@ function useTracedGateway(env: Record<string, string> = {}, mode: CollectorMode 
     await t.up?.close();
     await t.collector?.close();
   });
-  const { gw } = useGateway({ upstreams: 0, process: true, gateway: () => ({ yaml: yamlFor(t.up), env: traced(t.collector, env) }) });
+  const { gw } = useGateway({ upstreams: 0, process: true, gateway: () => ({ yaml: yamlFor(t.up), env: traced(t.collector, env), workers }) });
   beforeEach(() => {
     t.up.reset();
     t.collector.reset();
@@ -300,14 +300,19 @@ describe('tracing over OTLP/HTTP protobuf (the default)', () => {
   });
 });
 
-describe('tracing over OTLP/HTTP JSON, with the resource, headers and content capture variables', () => {
-  const { gw, t } = useTracedGateway({
-    OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
-    OTEL_SERVICE_NAME: 'edge-gateway',
-    OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment=test,team=ml',
-    OTEL_EXPORTER_OTLP_HEADERS: 'x-tenant=blue',
-    OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: 'true',
-  });
+// Inline (GATEWAY_WORKERS=0): the session on the front thread reports over the in-thread channel alike.
+describe('tracing over OTLP/HTTP JSON, with the resource, headers and content capture variables, inline', () => {
+  const { gw, t } = useTracedGateway(
+    {
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+      OTEL_SERVICE_NAME: 'edge-gateway',
+      OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment=test,team=ml',
+      OTEL_EXPORTER_OTLP_HEADERS: 'x-tenant=blue',
+      OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: 'true',
+    },
+    { kind: 'ok' },
+    0,
+  );
 
   it('exports JSON with the configured service name, resource attributes and headers; messages recorded once opted in', async () => {
     const requestId = nextRequestId('json');
