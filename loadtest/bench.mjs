@@ -18,6 +18,7 @@
 //   BENCH_ONLY=routing   only the routing scenarios (docs/ROUTING.md), printed, nothing written: a smoke
 //                        run of them (`BENCH_ONLY=routing BENCH_SECONDS=1 BENCH_REPEATS=1 npm run bench`)
 //   BENCH_ONLY=native    only the native-provider scenarios (anthropic against openai), likewise
+//   BENCH_ONLY=tracing   only the tracing scenarios (tracing off against on at 100 % sampling), likewise
 //
 // Never accumulate or re-scan a child's stdout (the gateway logs every request): it is drained.
 import { spawn, execFileSync } from 'node:child_process';
@@ -31,10 +32,11 @@ import { run, hold } from './load.mjs';
 import { START_ARGS } from './start-args.mjs';
 
 const benchStarted = performance.now();
-/** BENCH_ONLY=routing or =native: that section's scenarios alone, printed, nothing written. */
+/** BENCH_ONLY=routing, =native or =tracing: that section's scenarios alone, printed, nothing written. */
 const routingOnly = process.env.BENCH_ONLY === 'routing';
 const nativeOnly = process.env.BENCH_ONLY === 'native';
-const sectionOnly = routingOnly || nativeOnly;
+const tracingOnly = process.env.BENCH_ONLY === 'tracing';
+const sectionOnly = routingOnly || nativeOnly || tracingOnly;
 const startedAt = new Date();
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const env = process.env;
@@ -295,6 +297,19 @@ const NATIVE_SCENARIOS = [
   { key: 'claudeStream', name: 'native: stream of 20 chunks c64 through anthropic (translated)', body: streamBody.replace('"bench-chat"', '"bench-claude"') },
 ];
 const NATIVE_GOAL = 0.75;
+
+/**
+ * The tracing scenarios (issue 26): chat and streams of 20 chunks at concurrency 64 through each Switchyard
+ * mode with tracing off (the long-running gateways) and on at 100 % sampling (`traced`: a second gateway
+ * of the mode exporting OTLP/protobuf to loadtest/collector.mjs, which drops what it gets), back to back in
+ * each repeat. What tracing costs a request: CPU per request on less off.
+ */
+const TRACING_SCENARIOS = [
+  { key: 'chatOff', name: 'tracing: chat c64, tracing off', body: chatBody },
+  { key: 'chatOn', name: 'tracing: chat c64, tracing on (100 % sampled)', body: chatBody, traced: true },
+  { key: 'streamOff', name: 'tracing: stream of 20 chunks c64, tracing off', body: streamBody },
+  { key: 'streamOn', name: 'tracing: stream of 20 chunks c64, tracing on (100 % sampled)', body: streamBody, traced: true },
+];
 /** Content chunks per stream in these scenarios, for the CPU per chunk. */
 const STREAM_CHUNKS = 20;
 
@@ -419,16 +434,17 @@ for (const name of switchyardModes) {
 /**
  * Chat c64 with each of `list`'s bodies, back to back in each repeat and Switchyard mode, after one
  * warm-up of each; mode → key → [result with cpuPerReqUs]. `skip`: nothing is run (the lists stay empty).
+ * `targetOf(mode, entry)`: where an entry's requests go (default: the mode's long-running gateway).
  */
-async function backToBack(list, skip) {
+async function backToBack(list, skip, targetOf = (name) => targets[name]) {
   const out = Object.fromEntries(switchyardModes.map((n) => [n, Object.fromEntries(list.map((r) => [r.key, []]))]));
   for (const name of skip ? [] : switchyardModes) {
-    for (const r of list) await run({ url: targets[name].url, path: '/v1/chat/completions', body: r.body, headers: targets[name].headers, connections: 64, durationMs: WARMUP_MS_EACH, warmupMs: 0 });
+    for (const r of list) await run({ url: targetOf(name, r).url, path: '/v1/chat/completions', body: r.body, headers: targetOf(name, r).headers, connections: 64, durationMs: WARMUP_MS_EACH, warmupMs: 0 });
   }
   for (let i = 0; i < (skip ? 0 : repeats); i++) {
     for (const name of switchyardModes) {
       for (const r of list) {
-        const t = targets[name];
+        const t = targetOf(name, r);
         const cpu0 = cpuSeconds(t.pid);
         const res = await run({ url: t.url, path: '/v1/chat/completions', body: r.body, headers: t.headers, connections: 64, durationMs: seconds * 1000 });
         res.cpuPerReqUs = ((cpuSeconds(t.pid) - cpu0) * 1e6) / res.total;
@@ -439,7 +455,7 @@ async function backToBack(list, skip) {
   return out;
 }
 // The warm-up also cools the failing deployment (its first allowed_fails failures fall in it).
-const routing = await backToBack(ROUTING_SCENARIOS, nativeOnly);
+const routing = await backToBack(ROUTING_SCENARIOS, nativeOnly || tracingOnly);
 const routingFigures = (name) => {
   const m = routing[name];
   return {
@@ -449,13 +465,13 @@ const routingFigures = (name) => {
     errors: m.one.concat(m.four, m.pair).reduce((n, r) => n + r.errors, 0),
   };
 };
-for (const name of nativeOnly ? [] : switchyardModes) {
+for (const name of nativeOnly || tracingOnly ? [] : switchyardModes) {
   const f = routingFigures(name);
   for (const r of ROUTING_SCENARIOS) console.log(`${r.name} [${name}]: ${fmt(median(routing[name][r.key].map((x) => x.rps)))} req/s, CPU ${fmt(median(routing[name][r.key].map((x) => x.cpuPerReqUs)), 1)} µs/req, errors ${routing[name][r.key].reduce((n, x) => n + x.errors, 0)}`);
   console.log(`routing [${name}]: 4 deployments ÷ 1: ${spread(f.four, 3)}× (goal ≥ 0.95); failing pair ÷ healthy pair: ${spread(f.failover, 3)}× (goal ≥ 0.9); client-visible errors with a failing deployment: ${f.failingErrors} (goal ≤ allowed_fails, 3)`);
 }
 // ---------------------------------------------------------------- native providers (issue 23)
-const native = await backToBack(NATIVE_SCENARIOS, routingOnly);
+const native = await backToBack(NATIVE_SCENARIOS, routingOnly || tracingOnly);
 const nativeFigures = (name) => {
   const m = native[name];
   return {
@@ -464,7 +480,7 @@ const nativeFigures = (name) => {
     errors: Object.values(m).flat().reduce((n, r) => n + r.errors, 0),
   };
 };
-for (const name of routingOnly ? [] : switchyardModes) {
+for (const name of routingOnly || tracingOnly ? [] : switchyardModes) {
   const f = nativeFigures(name);
   for (const r of NATIVE_SCENARIOS) {
     const m = native[name][r.key];
@@ -474,6 +490,42 @@ for (const name of routingOnly ? [] : switchyardModes) {
   }
   console.log(`native [${name}]: anthropic ÷ openai, chat ${spread(f.chat, 3)}×, streams ${spread(f.stream, 3)}× (goal ≥ ${NATIVE_GOAL} each); errors ${f.errors}`);
 }
+
+// ---------------------------------------------------------------- tracing (issue 26)
+const tracingRuns = !routingOnly && !nativeOnly;
+const collectorPort = await freePort();
+const collector = tracingRuns ? await startServer({ name: 'collector', cpu: LOAD_CPU, args: ['loadtest/collector.mjs', String(collectorPort)], port: collectorPort, readyPath: '/stats' }) : null;
+const traced = {};
+for (const name of tracingRuns ? switchyardModes : []) {
+  const s = servers[name](await freePort());
+  // Every request sampled (the default sampler, no caller's traceparent), exported every 200 ms.
+  traced[name] = await startServer({ ...s, name: `${name}, tracing on`, env: { ...s.env, OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OTEL_BSP_SCHEDULE_DELAY: '200' } });
+}
+const tracing = await backToBack(TRACING_SCENARIOS, !tracingRuns, (name, r) => (r.traced ? { url: traced[name].url, headers: targets[name].headers, pid: traced[name].pid } : targets[name]));
+const tracingFigures = (name) => {
+  const m = tracing[name];
+  const cost = (on, off) => stats(m[on].map((r, i) => r.cpuPerReqUs - m[off][i].cpuPerReqUs));
+  const ratio = (on, off) => stats(m[on].map((r, i) => r.rps / m[off][i].rps));
+  return { chatCost: cost('chatOn', 'chatOff'), streamCost: cost('streamOn', 'streamOff'), chatRatio: ratio('chatOn', 'chatOff'), streamRatio: ratio('streamOn', 'streamOff') };
+};
+/** Spans the traced gateways dropped (switchyard_spans_dropped_total), and what the collector took. */
+const tracingExport = { dropped: {}, collector: null };
+for (const name of Object.keys(traced)) {
+  const res = await request(`${traced[name].url}/metrics`);
+  tracingExport.dropped[name] = Number(/^switchyard_spans_dropped_total (\d+)/m.exec(await res.body.text())?.[1] ?? NaN);
+  await stopServer(traced[name]);
+}
+if (collector) {
+  const res = await request(`${collector.url}/stats`);
+  tracingExport.collector = await res.body.json();
+  await stopServer(collector);
+}
+for (const name of tracingRuns ? switchyardModes : []) {
+  const f = tracingFigures(name);
+  for (const r of TRACING_SCENARIOS) console.log(`${r.name} [${name}]: ${fmt(median(tracing[name][r.key].map((x) => x.rps)))} req/s, CPU ${fmt(median(tracing[name][r.key].map((x) => x.cpuPerReqUs)), 1)} µs/req, errors ${tracing[name][r.key].reduce((n, x) => n + x.errors, 0)}`);
+  console.log(`tracing [${name}]: on − off, CPU per chat ${spread(f.chatCost, 1)} µs, per stream ${spread(f.streamCost, 1)} µs; throughput on ÷ off, chat ${spread(f.chatRatio, 3)}×, streams ${spread(f.streamRatio, 3)}×; spans dropped ${tracingExport.dropped[name]}`);
+}
+if (tracingExport.collector) console.log(`collector: ${fmt(tracingExport.collector.exports)} exports, ${fmt(tracingExport.collector.bytes / 1e6, 1)} MB`);
 
 if (sectionOnly) {
   for (const name of gatewayNames) await stopServer(gw[name]);
@@ -696,6 +748,24 @@ function routingTable() {
   return rows.join('\n');
 }
 
+function tracingTable() {
+  const rows = ['| scenario | through | req/s | CPU per request | errors |', '|---|---|---|---|---|'];
+  for (const r of TRACING_SCENARIOS) {
+    for (const name of switchyardModes) {
+      const m = tracing[name][r.key];
+      rows.push(`| ${r.name} | ${name} | ${spread(stats(m.map((x) => x.rps)))} | ${spread(stats(m.map((x) => x.cpuPerReqUs)), 1)} µs | ${m.reduce((n, x) => n + x.errors, 0)} |`);
+    }
+  }
+  rows.push('', '| tracing on (100 % sampled) against off | ' + switchyardModes.join(' | ') + ' |', '|---|' + switchyardModes.map(() => '---|').join(''));
+  const f = Object.fromEntries(switchyardModes.map((n) => [n, tracingFigures(n)]));
+  rows.push(`| CPU per chat request, on − off | ${switchyardModes.map((n) => `${spread(f[n].chatCost, 1)} µs`).join(' | ')} |`);
+  rows.push(`| CPU per stream, on − off | ${switchyardModes.map((n) => `${spread(f[n].streamCost, 1)} µs`).join(' | ')} |`);
+  rows.push(`| chat throughput, on ÷ off | ${switchyardModes.map((n) => `${spread(f[n].chatRatio, 3)}×`).join(' | ')} |`);
+  rows.push(`| stream throughput, on ÷ off | ${switchyardModes.map((n) => `${spread(f[n].streamRatio, 3)}×`).join(' | ')} |`);
+  rows.push(`| spans dropped (switchyard_spans_dropped_total) | ${switchyardModes.map((n) => fmt(tracingExport.dropped[n])).join(' | ')} |`);
+  return rows.join('\n');
+}
+
 function nativeTable() {
   const rows = ['| scenario | through | req/s | CPU per request | CPU per stream chunk | errors |', '|---|---|---|---|---|---|'];
   for (const r of NATIVE_SCENARIOS) {
@@ -858,6 +928,15 @@ upstream's Anthropic endpoint) beside the same through \`openai\` (passed throug
 ${seconds} s × ${repeats}. CPU per stream chunk: CPU per stream ÷ ${STREAM_CHUNKS}.
 
 ${nativeTable()}
+
+## Tracing (issue 26)
+
+Chat and streams of 20 chunks at concurrency 64 through each mode with tracing off (the long-running gateway)
+and on (a second gateway of the mode, every request sampled, exporting OTLP/protobuf every 200 ms to
+loadtest/collector.mjs on CPU ${LOAD_CPU}, which drops what it gets), back to back in each repeat, ${seconds} s × ${repeats}.
+The collector took ${tracingExport.collector ? `${fmt(tracingExport.collector.exports)} exports, ${fmt(tracingExport.collector.bytes / 1e6, 1)} MB` : '—'}.
+
+${tracingTable()}
 
 ${gw.portkey ? `## Versus Portkey's gateway (the peer)
 

@@ -11,6 +11,8 @@
  *   call ──▶ reply                                  (non-streamed answer or pass-through 4xx)
  *   call ──▶ head ─▶ data* ─▶ end | fail            (SSE stream)
  *   call ──▶ fail                                   (error before any byte)
+ *   … then spans                                    (a sampled call, tracing on: its upstream attempts,
+ *                                                    once the call is over in the worker, answered or cancelled)
  *   notice                                          (worker → front, any time: a routing event to log)
  *   cancel / pause / resume ──▶ (no answer)         (client left, client slow, client drained)
  *   ping ──▶ pong,  probe ──▶ probed                 (health checks)
@@ -23,7 +25,7 @@ import type { RoutingConfig, Upstream } from './config.js';
 import type { ChannelEnd } from './channel.js';
 import type { DeploymentStateMemory } from './deployment-state.js';
 
-export const PROTOCOL_VERSION = 5;
+export const PROTOCOL_VERSION = 6;
 
 /**
  * The provider operations a worker serves. `responses` is the OpenAI
@@ -54,6 +56,26 @@ export interface CallFrame {
   readonly id: number;
   readonly op: Operation;
   readonly requestId: string;
+  /** Only when tracing is on (CONTRACT.md, Tracing); absent otherwise, so an untraced call's frame is as it was. */
+  readonly trace?: TraceContext;
+}
+
+/**
+ * The trace a call belongs to: the front made its server span; the worker makes each upstream
+ * attempt's span id, sends it upstream as the `traceparent` parent and, when the call is sampled,
+ * reports the attempt in a `spans` frame (docs/ARCHITECTURE.md, "Tracing").
+ */
+export interface TraceContext {
+  /** 32 lowercase hex digits. */
+  readonly traceId: string;
+  /** The server span's id (16 hex digits): the parent of the attempt spans. */
+  readonly spanId: string;
+  /** The server span is sampled: the worker reports attempts and GenAI facts. Otherwise it only propagates. */
+  readonly sampled: boolean;
+  /** The caller's `tracestate`, sent upstream as it came; '' when none. */
+  readonly state: string;
+  /** OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true: the facts include the messages. */
+  readonly content: boolean;
 }
 export interface CancelFrame { readonly t: 'cancel'; readonly id: number }
 export interface PauseFrame { readonly t: 'pause'; readonly id: number }
@@ -102,7 +124,20 @@ export interface RoutingFacts {
   readonly attempts: number;
   /** The fallback group that served, null when the requested group did. */
   readonly fallback: string | null;
+  /**
+   * Milliseconds the attempts spent waiting on upstreams before this answer could start: each
+   * failed attempt from its request sent to its failure, the serving one to its answer read (a
+   * stream: to its first content). The front subtracts it to give `x-switchyard-overhead-ms`.
+   */
+  readonly waitedMs: number;
 }
+
+/**
+ * What a sampled call's worker adds to its server span, as `[name, value, name, value, …]`: the
+ * GenAI attributes it alone can read (the request's model and parameters, the answer's model, id
+ * and finish reasons, the messages when captured). Names from protocol/genai.ts.
+ */
+export type SpanFacts = readonly (string | number | boolean | readonly string[])[];
 
 /** A whole answer; the body is the payload. */
 export interface ReplyFrame extends RoutingFacts {
@@ -114,6 +149,8 @@ export interface ReplyFrame extends RoutingFacts {
   readonly labels: RouteLabels;
   readonly usage: Usage | null;
   readonly upstreamMs: number;
+  /** A sampled call only. */
+  readonly trace?: SpanFacts;
 }
 /** The upstream answered 200 to a stream: the front sends its status line and headers. */
 export interface HeadFrame extends RoutingFacts {
@@ -130,6 +167,8 @@ export interface EndFrame {
   readonly id: number;
   readonly usage: Usage | null;
   readonly upstreamMs: number;
+  /** A sampled call only. */
+  readonly trace?: SpanFacts;
 }
 /** The call failed: before a head, the front answers with the error; after it, with one SSE error event. */
 export interface FailFrame extends RoutingFacts {
@@ -147,6 +186,8 @@ export interface FailFrame extends RoutingFacts {
    * `data: {"error":…}` event.
    */
   readonly events?: string;
+  /** A sampled call only. */
+  readonly trace?: SpanFacts;
 }
 export interface PongFrame { readonly t: 'pong'; readonly id: number }
 /** The answer to a probe: the HTTP status the upstream gave, or why there was none. */
@@ -173,7 +214,42 @@ export interface RoutingNotice {
   readonly detail: string | null;
 }
 
-export type FromWorker = ReplyFrame | HeadFrame | DataFrame | EndFrame | FailFrame | PongFrame | ProbedFrame | NoticeFrame;
+/** A sampled call's upstream attempts, sent once the call is over in the worker; the front makes one CLIENT span of each. */
+export interface SpansFrame {
+  readonly t: 'spans';
+  readonly traceId: string;
+  /** The server span's id. */
+  readonly parentId: string;
+  readonly state: string;
+  readonly attempts: readonly AttemptSpan[];
+}
+
+/** One upstream attempt as its span needs it; times are epoch milliseconds (performance.timeOrigin + now: one clock on every thread). */
+export interface AttemptSpan {
+  /** Made by the worker and sent upstream in the attempt's `traceparent`. */
+  readonly spanId: string;
+  readonly deployment: string;
+  /** 1 for the first attempt of the request. */
+  readonly attempt: number;
+  /** `gen_ai.operation.name` of what was sent (a Responses call translated to chat is `chat`). */
+  readonly operation: 'chat' | 'embeddings';
+  readonly provider: string;
+  /** The upstream model id the attempt asked for. */
+  readonly model: string;
+  /** The upstream's host and port; null for a provider with no network (mock). */
+  readonly address: string | null;
+  readonly port: number;
+  readonly start: number;
+  readonly end: number;
+  /** The HTTP status the upstream answered; 0 when none (a connection error, a timeout). */
+  readonly status: number;
+  /** The failure's error code; null when the attempt served the answer. */
+  readonly error: string | null;
+  /** A stream's first content from the upstream; 0 when none. */
+  readonly firstChunk: number;
+}
+
+export type FromWorker = ReplyFrame | HeadFrame | DataFrame | EndFrame | FailFrame | PongFrame | ProbedFrame | NoticeFrame | SpansFrame;
 
 /** The data a front thread hands a worker when it attaches to it (a piscina task). */
 export interface AttachTask {

@@ -17,6 +17,7 @@ import { Counters } from './supervisor/counters.js';
 import { HealthSupervisor } from './supervisor/health-supervisor.js';
 import { WorkerPool } from './supervisor/worker-pool.js';
 import { DeploymentSlots } from './supervisor/deployment-slots.js';
+import { startTracing } from './tracing/otel.js';
 
 export interface Gateway {
   readonly port: number;
@@ -49,6 +50,9 @@ export async function startGateway(loaded: GatewayConfig, log: Logger): Promise<
   const deployments = new DeploymentSlots(loaded.routing.aliases.length, loaded.workerMode.workers);
   const config = withSlots(loaded, deployments);
   const pool = await WorkerPool.start(config.workerMode.workers, config.routing, log, deployments);
+  // Tracing on: the OpenTelemetry SDK is loaded now (import(), in src/tracing/otel.ts), and only then.
+  const tracing = config.tracing === null ? null : await startTracing(config.tracing, log);
+  if (tracing !== null) pool.onSpans = (frame) => tracing.attempts(frame);
   const ctx: FrontContext = {
     config,
     deployments,
@@ -62,6 +66,7 @@ export async function startGateway(loaded: GatewayConfig, log: Logger): Promise<
     keepalive: new StreamKeepalive(config.streamKeepaliveMs),
     uwsNative: UWS_NATIVE,
     lifecycle: new Lifecycle(),
+    tracing,
   };
   ctx.metrics.attach(ctx);
   const app = buildApp(ctx);
@@ -84,6 +89,8 @@ export async function startGateway(loaded: GatewayConfig, log: Logger): Promise<
       (app as unknown as { close?: () => void }).close?.();
       ctx.health.stop();
       await pool.close();
+      // What is still queued gets a moment to go out; a collector that is down costs no more than that.
+      await tracing?.shutdown(TRACE_FLUSH_MS);
     })();
     return closing;
   };
@@ -146,6 +153,9 @@ export async function startGateway(loaded: GatewayConfig, log: Logger): Promise<
     close,
   };
 }
+
+/** How long closing waits for queued spans to be exported. */
+const TRACE_FLUSH_MS = 2_000;
 
 /** The config with each deployment's state slot: deployments whose id survives a reload keep theirs. */
 function withSlots(config: GatewayConfig, deployments: DeploymentSlots): GatewayConfig {

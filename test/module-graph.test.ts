@@ -6,6 +6,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { spawnGateway } from './support/gateway-process.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const STATIC_IMPORT = /^\s*(?:import|export)\s+(?:[^'";]*?\s+from\s+)?['"]([^'"]+)['"]/gm;
@@ -65,20 +66,50 @@ describe('what each thread loads at start (dist/, built by npm test)', () => {
     expect(files.filter((f) => /^lib\/(web\/(websocket|cache|eventsource)|mock|interceptor)\//.test(f))).toEqual([]);
   });
 
-  it('the front loads uWS, zod (config, manifest) and prom-client but not undici: the worker session is imported only in inline mode', () => {
+  it('the front loads uWS, zod (config, manifest) and prom-client but not undici: the worker session is imported only in inline mode; no OpenTelemetry package either', () => {
     const front = packagesLoadedAtStart('dist/src/main.js');
     expect(front).toContain('uWebSockets.js');
     expect(front).toContain('zod');
     expect(front).toContain('prom-client');
     expect(front).not.toContain('undici');
+    expect([...front].filter((name) => name.startsWith('@opentelemetry/'))).toEqual([]);
   });
 
-  it('npm start runs the front bundled in one file (dist/server.js), piscina in it, with only the native addon left to node_modules', () => {
+  it('npm start runs the front bundled in one file (dist/server.js), piscina in it, with only the native addon and OpenTelemetry left to node_modules', () => {
     const bundled = bundledPackages('dist/server.js');
     for (const name of ['zod', 'prom-client', 'pino', 'yaml', 'msgpackr', 'piscina']) expect(bundled).toContain(name);
     expect(bundled).not.toContain('uWebSockets.js');
+    // Tracing's SDK is imported (import()) from node_modules when tracing starts, never bundled into the front.
+    expect([...bundled].filter((name) => name.startsWith('@opentelemetry/'))).toEqual([]);
+    for (const name of workerBundle()) expect(readFileSync(join(root, 'dist/worker', name), 'utf8')).not.toContain('@opentelemetry/');
     // undici's Pool is there for inline mode's session, behind the import() that only inline mode makes.
     expect(bundledUndiciFiles('dist/server.js')).toContain('lib/dispatcher/pool.js');
+  });
+
+  it('a running front with tracing off loads no OpenTelemetry module, not even the API prom-client requires; with tracing on it loads the SDK', async () => {
+    const probe = join(root, 'test/support/opentelemetry-probe.mjs');
+    const loaded = async (env: Record<string, string>): Promise<number> => {
+      const proc = spawnGateway({ env: { GATEWAY_API_KEY: 'k', GATEWAY_WORKERS: '1', GATEWAY_DRAIN_DELAY: '0', NODE_OPTIONS: `--import=${probe}`, ...env } });
+      try {
+        const { port } = await proc.listening();
+        // The request path and a scrape (prom-client's CPU metric is the one that requires the API) run first.
+        const chat = await fetch(`http://127.0.0.1:${String(port)}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { authorization: 'Bearer k', 'content-type': 'application/json' },
+          body: JSON.stringify({ model: 'demo-chat', messages: [{ role: 'user', content: 'hi' }] }),
+        });
+        expect(chat.status).toBe(200);
+        expect((await fetch(`http://127.0.0.1:${String(port)}/metrics`)).status).toBe(200);
+      } finally {
+        await proc.stop();
+      }
+      const line = /opentelemetry modules loaded: (\d+)/.exec(proc.stderr());
+      expect(line, proc.stderr()).not.toBeNull();
+      return Number(line?.[1]);
+    };
+    expect(await loaded({})).toBe(0);
+    // Nothing listens on the discard port: the spans are dropped, which is no matter here.
+    expect(await loaded({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9' })).toBeGreaterThan(50);
   });
 
   it('the bundles are ASCII only: one wider character would make V8 hold all of a file\'s source at two bytes each', () => {

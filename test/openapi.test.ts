@@ -339,7 +339,7 @@ describe('openapi.yaml', () => {
       expect(headers.Server).toBeDefined();
       expect(headers['X-Request-ID']).toBeDefined();
       const routing = Object.keys(headers).filter((name) => name.startsWith('x-switchyard-'));
-      expect(routing.sort()).toEqual(['x-switchyard-attempts', 'x-switchyard-deployment', 'x-switchyard-fallback']);
+      expect(routing.sort()).toEqual(['x-switchyard-attempts', 'x-switchyard-deployment', 'x-switchyard-fallback', 'x-switchyard-overhead-ms']);
       const rateLimit = Object.keys(headers).filter((name) => !['Server', 'X-Request-ID', 'Allow', ...routing].includes(name));
       expect(rateLimit.sort()).toEqual([...RATE_LIMIT_ALLOWLIST].sort());
     });

@@ -41,15 +41,32 @@ const piscinaHome = {
   },
 };
 
+// prom-client requires @opentelemetry/api when its CPU metric module loads, for exemplars, which the
+// gateway never turns on: made a require on first use, so a front with tracing off loads no
+// OpenTelemetry module at all (test/module-graph.test.ts checks it in a running server).
+const PROM_OTEL_REQUIRE = "const OtelApi = require('@opentelemetry/api');";
+const promClientLazyOtel = {
+  name: 'prom-client-lazy-otel',
+  setup(b) {
+    b.onLoad({ filter: /[/\\]prom-client[/\\]lib[/\\]metrics[/\\]processCpuTotal\.js$/ }, (args) => {
+      const source = readFileSync(args.path, 'utf8');
+      if (!source.includes(PROM_OTEL_REQUIRE)) throw new Error(`${args.path}: its @opentelemetry/api require changed; update tools/bundle.mjs`);
+      const lazy = "let otelApi; const api = () => (otelApi ??= require('@opentelemetry/api')); const OtelApi = { get trace() { return api().trace; }, get context() { return api().context; } };";
+      return { contents: source.replace(PROM_OTEL_REQUIRE, lazy), loader: 'js' };
+    });
+  },
+};
+
 /** Bundles tsc's output in `dir` (a build directory) into `dir`/server.js and `dir`/worker/. */
 export async function bundle(dir) {
   const front = await build({
     ...common,
     entryPoints: [join(dir, 'src/main.js')],
     outfile: join(dir, 'server.js'),
-    // The native addon loads from node_modules at run time.
-    external: ['uWebSockets.js'],
-    plugins: [piscinaHome],
+    // The native addon loads from node_modules at run time; so does OpenTelemetry, and only when tracing is
+    // on (src/tracing/otel.ts imports it with import(), which stays an import() of the package here).
+    external: ['uWebSockets.js', '@opentelemetry/*'],
+    plugins: [piscinaHome, promClientLazyOtel],
   });
 
   rmSync(join(dir, 'worker'), { recursive: true, force: true });

@@ -20,6 +20,7 @@ import { Router, type Deployment } from './router.js';
 import { PROVIDERS } from './providers/index.js';
 import { routeCall, type ClientSink, type RoutingEnv } from './routing/attempts.js';
 import { ResponsesSink } from './inbound/responses/sink.js';
+import { CallTrace } from './call-trace.js';
 
 interface ActiveCall {
   readonly control: CallControl;
@@ -83,7 +84,9 @@ export class WorkerSession {
     const env = this.#env;
     const call: ActiveCall = { control: new CallControl(), flow: new Flow() };
     this.#calls.set(id, call);
-    const sink = new FrameSink(this.#port, id);
+    // Tracing on (the front sent a context): the attempts' span ids, and what a sampled call reports.
+    const trace = frame.trace === undefined ? null : new CallTrace(frame.trace, frame.op, body instanceof BadBody ? null : body.json);
+    const sink = new FrameSink(this.#port, id, trace !== null && trace.sampled ? trace : null);
     // POST /v1/responses runs the chat path; `replies` translates what comes back (workers/inbound/responses/).
     let replies: ClientSink = sink;
     try {
@@ -107,6 +110,7 @@ export class WorkerSession {
           maxResponseBytes: router.maxResponseBytes,
           control: call.control,
           flow: call.flow,
+          trace,
         },
         replies,
       );
@@ -114,6 +118,9 @@ export class WorkerSession {
       if (call.control.reason !== CANCELLED) replies.fail(toErrorData(err), NO_HEADERS);
     } finally {
       this.#calls.delete(id);
+      // After the answer, or after the client left: the attempts are the trace's either way.
+      const spans = trace?.spans() ?? null;
+      if (spans !== null) this.#port.send(spans);
     }
   }
 }
@@ -138,47 +145,60 @@ const adapterFor = (deployment: Deployment) => PROVIDERS[deployment.upstream.pro
 const NO_HEADERS: HeaderList = [];
 const UNROUTED: RouteLabels = { model: 'unrouted', provider: 'none' };
 
-/** Turns the answer into frames, with who served it (set by `routed` before the answer). */
+/**
+ * Turns the answer into frames, with who served it (set by `routed` before the answer). A sampled
+ * call's trace sees the answer's bytes as they pass and adds its facts to the frame that ends it.
+ */
 class FrameSink implements ClientSink {
   labels: RouteLabels = UNROUTED;
   deployment: string | null = null;
   attempts = 0;
   fallback: string | null = null;
+  waitedMs = 0;
   #done = false;
 
   constructor(
     readonly port: FrameSender<FromWorker>,
     readonly id: number,
+    readonly trace: CallTrace | null,
   ) {}
 
-  routed(deployment: string | null, attempts: number, fallback: string | null, labels: RouteLabels): void {
+  routed(deployment: string | null, attempts: number, fallback: string | null, labels: RouteLabels, waitedMs: number): void {
     this.deployment = deployment;
     this.attempts = attempts;
     this.fallback = fallback;
     this.labels = labels;
+    this.waitedMs = waitedMs;
   }
 
   reply(status: number, contentType: string, headers: HeaderList, body: Payload, usage: Usage | null, upstreamMs: number): void {
-    if (this.#finish()) {
-      const { deployment, attempts, fallback } = this;
-      this.port.lend({ t: 'reply', id: this.id, status, contentType, headers, labels: this.labels, usage, upstreamMs, deployment, attempts, fallback }, body);
-    }
+    if (!this.#finish()) return;
+    const { deployment, attempts, fallback, waitedMs, trace } = this;
+    const frame = { t: 'reply', id: this.id, status, contentType, headers, labels: this.labels, usage, upstreamMs, deployment, attempts, fallback, waitedMs } as const;
+    if (trace === null) return this.port.lend(frame, body);
+    trace.observe(body, false);
+    this.port.lend({ ...frame, trace: trace.facts() }, body);
   }
   head(headers: HeaderList): void {
-    const { deployment, attempts, fallback } = this;
-    if (!this.#done) this.port.send({ t: 'head', id: this.id, headers, labels: this.labels, deployment, attempts, fallback });
+    const { deployment, attempts, fallback, waitedMs } = this;
+    if (!this.#done) this.port.send({ t: 'head', id: this.id, headers, labels: this.labels, deployment, attempts, fallback, waitedMs });
   }
   data(bytes: Payload): void {
-    if (!this.#done) this.port.send({ t: 'data', id: this.id }, bytes);
+    if (this.#done) return;
+    if (this.trace !== null) this.trace.observe(bytes, true);
+    this.port.send({ t: 'data', id: this.id }, bytes);
   }
   end(usage: Usage | null, upstreamMs: number): void {
-    if (this.#finish()) this.port.send({ t: 'end', id: this.id, usage, upstreamMs });
+    if (!this.#finish()) return;
+    const frame = { t: 'end', id: this.id, usage, upstreamMs } as const;
+    this.port.send(this.trace === null ? frame : { ...frame, trace: this.trace.facts() });
   }
   fail(error: { code: ErrorCode; message: string; events?: string }, headers: HeaderList): void {
     if (!this.#finish()) return;
-    const { deployment, attempts, fallback } = this;
+    const { deployment, attempts, fallback, waitedMs } = this;
     const labels = this.labels === UNROUTED ? null : this.labels;
-    this.port.send({ t: 'fail', id: this.id, code: error.code, message: error.message, labels, headers, events: error.events, deployment, attempts, fallback });
+    const frame = { t: 'fail', id: this.id, code: error.code, message: error.message, labels, headers, events: error.events, deployment, attempts, fallback, waitedMs } as const;
+    this.port.send(this.trace === null ? frame : { ...frame, trace: this.trace.facts() });
   }
   #finish(): boolean {
     if (this.#done) return false;

@@ -16,6 +16,7 @@ import { availableCpus } from './cpu-limit.js';
 import { chooseWorkers, type WorkerMode } from './workers.js';
 import { DEMO_CONFIG_YAML } from './demo.js';
 import { HealthSettingsError, healthSettingsFromEnv } from '../health/settings.js';
+import { TracingSettingsError, tracingSettingsFromEnv, type TracingSettings } from '../tracing/settings.js';
 
 export const DEFAULTS = {
   host: '0.0.0.0',
@@ -64,6 +65,8 @@ export interface GatewayConfig {
   readonly apiKeyGenerated: boolean;
   readonly routing: RoutingConfig;
   readonly health: HealthConfig;
+  /** Null when tracing is off (src/tracing/settings.ts); read at start only, like the worker count. */
+  readonly tracing: TracingSettings | null;
   /** One line per config key we read but do not support. */
   readonly warnings: readonly string[];
 }
@@ -149,6 +152,13 @@ export function parseConfig(text: string, source: string, env: Env = process.env
     if (err instanceof HealthSettingsError) throw new ConfigError(`environment: ${err.message}`);
     throw err;
   }
+  let tracing: TracingSettings | null;
+  try {
+    tracing = tracingSettingsFromEnv(env);
+  } catch (err) {
+    if (err instanceof TracingSettingsError) throw new ConfigError(`environment: ${err.message}`);
+    throw err;
+  }
   const h = file.health;
   const secondsOr = (value: number | undefined, fallback: number) => (value === undefined ? fallback : Math.round(value * 1000));
   const health: HealthConfig = Object.freeze({
@@ -214,6 +224,7 @@ export function parseConfig(text: string, source: string, env: Env = process.env
     apiKeys: Object.freeze(apiKeys),
     apiKeyGenerated,
     health,
+    tracing,
     routing: Object.freeze({ version, aliases: Object.freeze(aliases), slots: Object.freeze([]), rules: Object.freeze(rules), router, maxResponseBodyBytes }),
     warnings: Object.freeze(warnings),
   });

@@ -10,6 +10,7 @@ import type { DeploymentSlots } from '../supervisor/deployment-slots.js';
 import type { BearerAuth } from './auth.js';
 import type { StreamKeepalive } from './keepalive.js';
 import type { Lifecycle } from './lifecycle.js';
+import type { Tracing } from '../tracing/tracing.js';
 
 export interface FrontContext {
   /** Swapped whole on reload; handlers read it per request. */
@@ -28,4 +29,6 @@ export interface FrontContext {
   readonly keepalive: StreamKeepalive;
   readonly uwsNative: boolean;
   readonly lifecycle: Lifecycle;
+  /** Null when tracing is off: the request path then checks this and nothing else. */
+  readonly tracing: Tracing | null;
 }

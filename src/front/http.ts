@@ -36,6 +36,8 @@ export interface Exchange {
   onSent?: (status: number) => void;
   /** Provider routes, once a worker routed the request: written as the x-switchyard-* headers. */
   routing?: RoutingFacts | null;
+  /** Provider routes: performance.now() when the body, read in full, went to a worker (the overhead's start). */
+  calledAt?: number;
 }
 
 /** spec 000, Response headers: `Server` always, `X-Request-ID` always. */
@@ -48,14 +50,17 @@ export function writeHead(ex: Exchange, status: number, contentType: string, ext
   res.writeHeader('content-type', contentType);
   if (extra) for (let i = 0; i < extra.length; i += 2) res.writeHeader(extra[i] as string, extra[i + 1] as string);
   const routing = ex.routing;
-  if (routing) writeRouting(res, routing);
+  if (routing) writeRouting(res, routing, ex.calledAt ?? 0);
 }
 
 /** CONTRACT.md, Routing for high volume: who served a routed response, on every one of them. */
-function writeRouting(res: HttpResponse, routing: RoutingFacts): void {
+function writeRouting(res: HttpResponse, routing: RoutingFacts, calledAt: number): void {
   if (routing.deployment !== null) res.writeHeader('x-switchyard-deployment', headerValue(routing.deployment));
   res.writeHeader('x-switchyard-attempts', ATTEMPTS[routing.attempts] ?? String(routing.attempts));
   if (routing.fallback !== null) res.writeHeader('x-switchyard-fallback', headerValue(routing.fallback));
+  // The gateway's own share of the time to these headers: since the body went to a worker, less the time
+  // the worker spent waiting on upstreams (RoutingFacts.waitedMs); milliseconds, to the microsecond.
+  res.writeHeader('x-switchyard-overhead-ms', Math.max(0, performance.now() - calledAt - routing.waitedMs).toFixed(3));
 }
 
 const ATTEMPTS = Array.from({ length: 16 }, (_, n) => String(n));

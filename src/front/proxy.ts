@@ -6,7 +6,7 @@
  */
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { ERRORS, errorBody, errorStatus, type ErrorCode } from '../../protocol/errors.js';
-import type { EndFrame, FailFrame, HeadFrame, HeaderList, Operation, ReplyFrame, RouteLabels, Usage } from '../../protocol/frames.js';
+import type { EndFrame, FailFrame, HeadFrame, HeaderList, Operation, ReplyFrame, RouteLabels, RoutingFacts, SpanFacts, Usage } from '../../protocol/frames.js';
 import { payloadLength, type Payload } from '../../protocol/channel.js';
 import type { CallHandlers } from '../supervisor/worker-pool.js';
 import { collectBody, discardBody } from './body.js';
@@ -15,6 +15,8 @@ import { JSON_TYPE, send, sendBody, writeHead, type Exchange } from './http.js';
 import type { KeptAlive } from './keepalive.js';
 import type { Interruptible } from './lifecycle.js';
 import type { RouteSpec } from './routes.js';
+import type { HistogramSeries } from '../metrics/families.js';
+import type { RequestSpan } from '../tracing/tracing.js';
 
 const SSE_HEADERS = ['cache-control', 'no-cache', 'x-accel-buffering', 'no'] as const;
 const KEEPALIVE_COMMENT = ': keepalive\n\n';
@@ -29,7 +31,8 @@ export function providerHandler(ctx: FrontContext, route: RouteSpec, op: Operati
   return (res: HttpResponse, req: HttpRequest, requestId: string): void => {
     // uWS: the request object dies when this function returns, so read every header now.
     const contentLength = req.getHeader('content-length');
-    const call = new ProviderCall(ctx, route, res, requestId);
+    const span = ctx.tracing === null ? null : ctx.tracing.begin(req, op, route.path, requestId);
+    const call = new ProviderCall(ctx, route, res, requestId, span);
     // The server has refused a malformed Content-Length (a framing error); none means chunked or empty.
     const declared = contentLength === '' ? null : Number(contentLength);
     res.onAborted(() => call.onAborted());
@@ -66,6 +69,15 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
   #upstreamMs = 0;
   /** Milliseconds from request start to the first data event written; -1 until then (streams only). */
   #ttftMs = -1;
+  /** Streams, from the first data event on: the pace histogram, and when the last data event came. */
+  #pacing: HistogramSeries | null = null;
+  #lastDataAt = 0;
+  /** Tracing on: the request's server span. */
+  readonly #span: RequestSpan | null;
+  /** The error code answered (a stream: its error event), for the span. */
+  #error: ErrorCode | null = null;
+  /** A sampled call's GenAI facts from the worker, for the span. */
+  #facts: SpanFacts | null = null;
   #usage: Usage | null = null;
   bytesIn = 0;
   #bytesOut = 0;
@@ -77,17 +89,19 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
    */
   #heldHead: { readonly headers: HeaderList; readonly chunks: Uint8Array[] } | null = null;
 
-  constructor(ctx: FrontContext, route: RouteSpec, res: HttpResponse, requestId: string) {
+  constructor(ctx: FrontContext, route: RouteSpec, res: HttpResponse, requestId: string, span: RequestSpan | null) {
     this.#ctx = ctx;
     this.#route = route;
-    this.ex = { res, requestId, aborted: false, started: false, routing: null };
+    this.#span = span;
+    this.ex = { res, requestId, aborted: false, started: false, routing: null, calledAt: 0 };
   }
 
   start(op: Operation, body: Uint8Array): void {
     this.#ctx.lifecycle.add(this);
     // The in-flight and open-stream gauges read these counters when scraped.
     this.#ctx.counters.inFlight++;
-    this.#id = this.#ctx.pool.call(op, this.ex.requestId, body, this);
+    this.ex.calledAt = performance.now();
+    this.#id = this.#ctx.pool.call(op, this.ex.requestId, body, this, this.#span === null ? null : this.#span.context);
   }
 
   onAborted(): void {
@@ -102,6 +116,7 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
     this.#labels = frame.labels;
     this.ex.routing = frame;
     this.#upstreamMs = frame.upstreamMs;
+    if (frame.trace !== undefined) this.#facts = frame.trace;
     this.#bytesOut = payloadLength(body);
     sendBody(this.ex, frame.status, frame.contentType, body, frame.headers);
     this.#usage = frame.usage;
@@ -122,22 +137,30 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
 
   data(bytes: Uint8Array): void {
     if (this.ex.aborted) return;
+    const now = performance.now();
     if (this.#heldHead) {
       this.#heldHead.chunks.push(bytes);
       this.#bytesOut += bytes.byteLength;
     } else {
-      this.#write(bytes);
+      this.#write(bytes, now);
     }
-    if (this.#ttftMs < 0) {
+    if (this.#pacing === null) {
       // Time to first token: the first data event reaches the client (keep-alive comments do not count).
-      this.#ttftMs = performance.now() - this.#started;
+      this.#ttftMs = now - this.#started;
       const { model, provider } = this.#labels;
-      this.#ctx.metrics.forModel(model, provider).timeToFirstToken.observe(this.#ttftMs / 1000);
+      const series = this.#ctx.metrics.forModel(model, provider);
+      series.timeToFirstToken.observe(this.#ttftMs / 1000);
+      this.#pacing = series.timePerOutputToken;
+    } else {
+      // The gap since the last data event, each one (docs/METRICS.md: ~10 ns, with the clock read above shared).
+      this.#pacing.observe((now - this.#lastDataAt) / 1000);
     }
+    this.#lastDataAt = now;
   }
 
   end(frame: EndFrame): void {
     this.#upstreamMs = frame.upstreamMs;
+    if (frame.trace !== undefined) this.#facts = frame.trace;
     // The usage of a stream's last chunk, as the adapter reported it on `end`.
     this.#usage = frame.usage;
     if (!this.ex.aborted) {
@@ -150,6 +173,7 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
   }
 
   fail(frame: FailFrame): void {
+    if (frame.trace !== undefined) this.#facts = frame.trace;
     if (frame.labels) {
       this.#labels = frame.labels;
       // Routed (a group was resolved), even when no attempt could be made.
@@ -163,6 +187,7 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
     }
     // CONTRACT.md: a stream that fails after its first byte ends with one SSE error event, then closes
     // (a Responses API stream with its own: `error` and `response.failed`, made by the worker).
+    this.#error = code;
     if (!this.ex.aborted) {
       const event = frame.events ?? `data: ${errorBody(code, frame.message)}\n\n`;
       this.#bytesOut += Buffer.byteLength(event);
@@ -181,6 +206,7 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
 
   finishError(code: ErrorCode, message: string | undefined, closeConnection: boolean, headers?: readonly string[]): void {
     const body = errorBody(code, message ?? ERRORS[code].message);
+    this.#error = code;
     this.#bytesOut = Buffer.byteLength(body);
     send(this.ex, errorStatus(code), JSON_TYPE, body, headers, closeConnection);
     this.#finish(errorStatus(code));
@@ -190,7 +216,7 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
   interrupt(): void {
     if (this.#finished) return;
     this.#ctx.pool.cancel(this.#id);
-    this.fail({ t: 'fail', id: this.#id, code: 'shutting_down', message: 'the gateway is shutting down', labels: null, headers: [], deployment: null, attempts: 0, fallback: null });
+    this.fail({ t: 'fail', id: this.#id, code: 'shutting_down', message: 'the gateway is shutting down', labels: null, headers: [], deployment: null, attempts: 0, fallback: null, waitedMs: 0 });
   }
 
   /** The end of the turn the head came in: it goes out with the chunks held behind it. */
@@ -199,7 +225,7 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
   }
 
   /** Writes `chunk`, after the held head if there is one, in one cork; pauses the upstream when the socket is full. */
-  #write(chunk: Uint8Array | string | null): void {
+  #write(chunk: Uint8Array | string | null, now = performance.now()): void {
     if (this.ex.aborted || this.#finished) return;
     const { res } = this.ex;
     let ok = true;
@@ -210,7 +236,7 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
         this.#bytesOut += typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk.byteLength;
       }
     });
-    this.lastWrite = performance.now();
+    this.lastWrite = now;
     if (!ok && !this.#paused) {
       // The client reads slower than the upstream writes: stop reading upstream until it drains.
       this.#paused = true;
@@ -248,6 +274,21 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
     this.#ctx.metrics.upstreamErrors.inc({ model, provider, code });
   }
 
+  /** The server span ends with the request (a stream's with its last event). */
+  #endSpan(status: number, routing: RoutingFacts | null, usage: Usage | null): void {
+    (this.#span as RequestSpan).end({
+      // A stream's status line said 200 even when it ended with an error event or its client left.
+      status: this.#streaming && this.ex.started ? 200 : status,
+      error: this.#error,
+      streamed: this.#streaming,
+      labels: this.#labels === UNROUTED ? null : this.#labels,
+      routing,
+      usage,
+      ttftMs: this.#ttftMs,
+      facts: this.#facts,
+    });
+  }
+
 
   /**
    * Counts, logs and releases the request, exactly once. `status` 499: the client left first.
@@ -280,6 +321,7 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
       series.model.promptTokens.inc(usage.prompt);
       series.model.completionTokens.inc(usage.completion);
     }
+    if (this.#span !== null) this.#endSpan(status, routing, usage);
     ctx.access.write({
       requestId: this.ex.requestId,
       method: this.#route.method,

@@ -14,6 +14,7 @@ import { providerHandler } from './proxy.js';
 import { requestIdFrom } from './request-id.js';
 import { ROUTES, isProviderKind, methodsByPath, uwsPattern, type RouteKind, type RouteSpec } from './routes.js';
 import type { Operation } from '../../protocol/frames.js';
+import { refusal } from '../tracing/tracing.js';
 
 type Handler = (res: HttpResponse, req: HttpRequest, requestId: string) => void;
 
@@ -43,7 +44,11 @@ export function buildApp(ctx: FrontContext): TemplatedApp {
       }
       if (entry.route.auth === 'bearer' && !ctx.auth.accepts(req.getHeader('authorization'))) {
         // spec 000, Authentication: missing or invalid bearer token → 401.
-        if (isProviderKind(entry.route.kind)) ctx.counters.record(401);
+        if (isProviderKind(entry.route.kind)) {
+          ctx.counters.record(401);
+          // CONTRACT.md, Tracing: a refused request gets its server span too.
+          if (ctx.tracing !== null) ctx.tracing.begin(req, entry.route.kind, entry.route.path, requestId).end(refusal(401, 'invalid_api_key'));
+        }
         ctx.metrics.requests.inc({ route: entry.route.path, model: 'unrouted', provider: 'none', status: '401' });
         refuse(res, req, requestId, 'invalid_api_key', WWW_AUTHENTICATE);
         return;

@@ -27,10 +27,14 @@ const HEALTH_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5,
 /** switchyard_health_check_status: 1 healthy, 0.5 degraded, 0 unhealthy. */
 const HEALTH_VALUE: Readonly<Record<HealthStatus, number>> = { healthy: 1, degraded: 0.5, unhealthy: 0 };
 
+/** Gaps between a stream's data events: 0.5 ms to 2.5 s (a token every 10-100 ms is common; a stall shows in the top buckets). */
+const PACING_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02, 0.035, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1, 2.5];
+
 /** The series of one model alias and provider. */
 export interface ModelSeries {
   readonly upstreamDuration: HistogramSeries;
   readonly timeToFirstToken: HistogramSeries;
+  readonly timePerOutputToken: HistogramSeries;
   readonly promptTokens: CounterSeries;
   readonly completionTokens: CounterSeries;
 }
@@ -64,6 +68,8 @@ export interface MetricSources {
   /** The shared deployment state, and the config whose deployments it holds (swapped on reload). */
   readonly deployments: { readonly states: DeploymentStates };
   readonly config: { readonly routing: RoutingConfig };
+  /** Null when tracing is off. */
+  readonly tracing: { readonly dropped: number } | null;
 }
 
 export class GatewayMetrics {
@@ -102,6 +108,15 @@ export class GatewayMetrics {
       help: 'Streams: time from request received to the first data event written to the client, by model alias and provider',
       labelNames: ['model', 'provider'] as const,
       buckets: LATENCY_BUCKETS,
+    },
+    this.registry,
+  );
+  readonly timePerOutputToken = new HistogramFamily(
+    {
+      name: 'switchyard_time_per_output_token_seconds',
+      help: 'Streams: time between consecutive data events written to the client, by model alias and provider',
+      labelNames: ['model', 'provider'] as const,
+      buckets: PACING_BUCKETS,
     },
     this.registry,
   );
@@ -170,6 +185,7 @@ export class GatewayMetrics {
   readonly healthCheckStatus: Gauge<'check'>;
   readonly deploymentState: Gauge<'model' | 'deployment'>;
   readonly cooldowns: ScrapedCounter;
+  readonly spansDropped: ScrapedCounter;
 
   readonly #byResult = new Map<string, ResultSeries>();
   readonly #byModel = new Map<string, ModelSeries>();
@@ -271,6 +287,15 @@ export class GatewayMetrics {
         return aliases.map((route, i) => ({ labels: { model: route.alias, deployment: route.id }, value: s.deployments.states.cooldowns(slots[i] as number) }));
       },
     );
+    this.spansDropped = new ScrapedCounter(
+      {
+        name: 'switchyard_spans_dropped_total',
+        help: 'Trace spans dropped: the export queue was full, or their export failed (0 while tracing is off)',
+        labelNames: [],
+      },
+      this.registry,
+      () => [{ labels: {}, value: sources()?.tracing?.dropped ?? 0 }],
+    );
   }
 
   /** A finished request that took more than one attempt or was served by a fallback group. */
@@ -316,6 +341,7 @@ export class GatewayMetrics {
       found = {
         upstreamDuration: this.upstreamDuration.at({ model, provider }),
         timeToFirstToken: this.timeToFirstToken.at({ model, provider }),
+        timePerOutputToken: this.timePerOutputToken.at({ model, provider }),
         promptTokens: this.tokens.at({ model, provider, kind: 'prompt' }),
         completionTokens: this.tokens.at({ model, provider, kind: 'completion' }),
       };

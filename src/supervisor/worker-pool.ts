@@ -31,7 +31,9 @@ import {
   type ProbeTarget,
   type ReplyFrame,
   type SessionConstructor,
+  type SpansFrame,
   type ToWorker,
+  type TraceContext,
 } from '../../protocol/frames.js';
 
 /** What the front does with a call's answer; exactly one of reply/end/fail ends it. */
@@ -95,6 +97,8 @@ export class WorkerPool {
   #routing: RoutingConfig;
   #nextId = 1;
   #closing = false;
+  /** Tracing on: where the workers' attempt reports go (src/tracing/). */
+  onSpans: ((frame: SpansFrame) => void) | null = null;
 
   /**
    * `size` worker threads; 0 runs one worker session inline on the front
@@ -155,13 +159,16 @@ export class WorkerPool {
     return this.#piscina === null;
   }
 
-  /** Starts a call. A worker's copy of the body is made before this returns; in-thread the body itself is handed over and must not be reused. */
-  call(op: Operation, requestId: string, body: Uint8Array, handlers: CallHandlers): number {
+  /**
+   * Starts a call. A worker's copy of the body is made before this returns; in-thread the body itself is handed
+   * over and must not be reused. `trace`: the call's trace context, only when tracing is on.
+   */
+  call(op: Operation, requestId: string, body: Uint8Array, handlers: CallHandlers, trace: TraceContext | null): number {
     const slot = this.#leastBusy();
     const id = this.#nextId++;
     slot.inFlight++;
     this.#pending.set(id, { slot, handlers });
-    slot.port.lend({ t: 'call', id, op, requestId }, body);
+    slot.port.lend(trace === null ? { t: 'call', id, op, requestId } : { t: 'call', id, op, requestId, trace }, body);
     return id;
   }
 
@@ -259,7 +266,7 @@ export class WorkerPool {
     for (const [id, pending] of this.#pending.entries()) {
       if (pending.slot !== slot) continue;
       this.#settle(id, pending);
-      pending.handlers.fail({ t: 'fail', id, code: 'worker_crashed', message: 'the worker handling this request stopped', labels: null, headers: [], deployment: null, attempts: 0, fallback: null });
+      pending.handlers.fail({ t: 'fail', id, code: 'worker_crashed', message: 'the worker handling this request stopped', labels: null, headers: [], deployment: null, attempts: 0, fallback: null, waitedMs: 0 });
     }
     slot.port.close();
     this.#attach(slot);
@@ -273,6 +280,8 @@ export class WorkerPool {
       return;
     }
     if (frame.t === 'notice') return this.#logNotice(frame);
+    // A call's attempts, after its answer (or after its client left): the call may be settled already.
+    if (frame.t === 'spans') return this.onSpans?.(frame);
     const pending = this.#pending.get(frame.id);
     if (!pending) return; // cancelled, or its worker was replaced
     const { handlers } = pending;

@@ -34,6 +34,14 @@ export interface ProviderCall {
   readonly budgetMs: number;
   /** performance.now() when the response headers arrived, set by the adapter: the latency sample of an answer that is not a stream. */
   headersAt: number;
+  /** performance.now() when the request went to the upstream (set by the adapter; 0: never sent). */
+  sentAt: number;
+  /** performance.now() when an answer that is not a stream was read whole, before any translation (set by the adapter). */
+  readAt: number;
+  /** Tracing on: the W3C `traceparent` of this attempt's span, sent upstream; null when tracing is off. */
+  readonly traceparent: string | null;
+  /** The caller's `tracestate`, sent upstream with the traceparent; '' for none. */
+  readonly tracestate: string;
 }
 
 /** Where an attempt's success goes. */

@@ -96,6 +96,11 @@ export async function httpAttempt(dialect: HttpDialect, call: ProviderCall, sink
     'x-request-id': call.requestId,
     accept: call.stream ? 'text/event-stream' : 'application/json',
   };
+  // CONTRACT.md, Tracing: the upstream request carries the attempt's span as its parent.
+  if (call.traceparent !== null) {
+    headers.traceparent = call.traceparent;
+    if (call.tracestate !== '') headers.tracestate = call.tracestate;
+  }
   // Before any timer or connection: a request the provider cannot take is the caller's 400.
   const request = dialect.request(call, headers);
   // call.control is "stop now": the client left, or a deadline passed (then its reason is the GatewayError).
@@ -104,6 +109,7 @@ export async function httpAttempt(dialect: HttpDialect, call: ProviderCall, sink
   control.onAbort((reason) => exchange.abort(reason));
   let answered = false;
   try {
+    call.sentAt = performance.now();
     upstreamExchange(upstream.apiBase, upstream.timeouts.connectMs, 'POST', request.path, request.body, headers, exchange);
     const { status, headers: responseHeaders } = await exchange.head;
     call.headersAt = performance.now();
@@ -126,7 +132,9 @@ export async function httpAttempt(dialect: HttpDialect, call: ProviderCall, sink
       sink.end(usage, performance.now() - started);
       return;
     }
-    const answer = dialect.reply(call, await exchange.body);
+    const body = await exchange.body;
+    call.readAt = performance.now();
+    const answer = dialect.reply(call, body);
     sink.reply(status, 'application/json', passHeaders, answer.body, answer.usage, performance.now() - started);
   } catch (err) {
     if (control.aborted && control.reason instanceof GatewayError) throw control.reason;

@@ -70,7 +70,7 @@ function routingOf(shape: Shape): RoutingConfig {
 /** Everything the client was sent, in order. */
 class Recorder implements ClientSink {
   readonly calls: string[] = [];
-  routed(_d: string | null, _a: number, _f: string | null, _l: RouteLabels): void {}
+  routed(_d: string | null, _a: number, _f: string | null, _l: RouteLabels, _w: number): void {}
   reply(status: number): void {
     this.calls.push(`reply:${status}`);
   }
@@ -171,7 +171,7 @@ describe('the attempt loop (property)', () => {
                   return adapter.call(call, sink);
                 },
               };
-              await routeCall({ ...env, adapterFor: () => counting }, { group, op: 'chat', body: { model: group.name }, prepare: null, stream: batch.stream, requestId: 'r', maxResponseBytes: 1 << 20, flow: new Flow(), control: new CallControl() }, client);
+              await routeCall({ ...env, adapterFor: () => counting }, { group, op: 'chat', body: { model: group.name }, prepare: null, stream: batch.stream, requestId: 'r', maxResponseBytes: 1 << 20, flow: new Flow(), control: new CallControl(), trace: null }, client);
               return { client, attempts };
             });
             for (const { client, attempts } of await Promise.all(runs)) {

@@ -29,6 +29,7 @@ import { REFUSED, type DeploymentStates, type Reservation } from '../../protocol
 import type { ErrorCode } from '../../protocol/errors.js';
 import type { HeaderList, Operation, RouteLabels, RoutingNotice } from '../../protocol/frames.js';
 import { CallControl } from '../call-control.js';
+import type { CallTrace } from '../call-trace.js';
 import type { Flow } from '../flow.js';
 import type { AttemptSink, ProviderAdapter, ProviderCall } from '../providers/adapter.js';
 import type { Deployment, Group } from '../router.js';
@@ -40,8 +41,11 @@ import { pick, type PickResult } from './pick.js';
 export interface ClientSink extends AttemptSink {
   /** `events`: how a stream failing after its commit ends, when the operation has its own form (workers/inbound/responses/). */
   fail(error: { code: ErrorCode; message: string; events?: string }, headers: HeaderList): void;
-  /** Who served the answer about to be sent (or was tried last), how many attempts it took, the fallback group if one served. */
-  routed(deployment: string | null, attempts: number, fallback: string | null, labels: RouteLabels): void;
+  /**
+   * Who served the answer about to be sent (or was tried last), how many attempts it took, the fallback group if one
+   * served, and how long the attempts waited on upstreams before it (RoutingFacts.waitedMs).
+   */
+  routed(deployment: string | null, attempts: number, fallback: string | null, labels: RouteLabels, waitedMs: number): void;
 }
 
 /** What the loop needs from its worker session. */
@@ -67,8 +71,12 @@ export interface RoutedRequest {
   readonly flow: Flow;
   /** Aborted when the client leaves. */
   readonly control: CallControl;
+  /** Tracing on: the call's trace (each attempt's span id and traceparent; what a sampled call reports). */
+  readonly trace: CallTrace | null;
 }
 
+/** An attempt's span when the client left during it: neither served nor failed on its own. */
+const CANCELLED = 'cancelled';
 /** A provider's Retry-After lengthens a cooldown up to this (CONTRACT.md, cooldown_time). */
 const MAX_PROVIDER_COOLDOWN_MS = 300_000;
 const NO_HEADERS: HeaderList = [];
@@ -98,6 +106,8 @@ class RoutedCall implements GateOwner {
   #reservation: Reservation = REFUSED;
   #started = 0;
   #call: ProviderCall | null = null;
+  /** RoutingFacts.waitedMs: the upstreams' share of the time before the answer. */
+  #waitedMs = 0;
 
   constructor(env: RoutingEnv, request: RoutedRequest, client: ClientSink) {
     this.#env = env;
@@ -133,40 +143,55 @@ class RoutedCall implements GateOwner {
     const call = this.#call as ProviderCall;
     const sampleAt = this.#request.stream ? gate.committedAt : call.headersAt || gate.committedAt;
     if (d.slot >= 0) this.#env.states.succeed(d.slot, this.#reservation, sampleAt - this.#started);
+    // The upstream's share of the time to this answer: its request sent to its answer read (a stream: its first content).
+    if (call.sentAt > 0) this.#waitedMs += (this.#request.stream ? gate.committedAt : call.readAt || gate.committedAt) - call.sentAt;
     this.#routed();
   }
 
   /** One attempt; null when it answered (or the client left), else its failure. */
   async #attempt(deployment: Deployment, reservation: Reservation): Promise<AttemptFailure | null> {
     const request = this.#request;
+    const { trace } = request;
     const control = new CallControl();
     request.control.onAbort((reason) => control.abort(reason));
+    const sent = this.#prepare(deployment);
+    const call: ProviderCall = {
+      op: sent.op,
+      upstream: deployment.upstream,
+      body: sent.body,
+      stream: request.stream,
+      requestId: request.requestId,
+      maxResponseBytes: request.maxResponseBytes,
+      control,
+      flow: request.flow,
+      budgetMs: this.#deadline - performance.now(),
+      headersAt: 0,
+      sentAt: 0,
+      readAt: 0,
+      traceparent: trace === null ? null : trace.begin(),
+      tracestate: trace === null ? '' : trace.tracestate,
+    };
     const gate = new CommitGate(this, this.#env.settings.streamCommitTimeoutMs);
     this.#deployment = deployment;
     this.#group = this.#chain[this.#at] as Group;
     this.#reservation = reservation;
+    this.#call = call;
     this.#started = performance.now();
+    /** How the attempt ended, for its span: the upstream's status, the failure's code. */
+    let status = 0;
+    let error: string | null = CANCELLED;
     try {
-      // What `prepare` throws (a parameter this deployment's API cannot carry) is this attempt's failure.
-      const sent = request.prepare === null ? this.#plainBody(deployment) : request.prepare(deployment.upstream);
-      const call: ProviderCall = {
-        op: sent.op,
-        upstream: deployment.upstream,
-        body: sent.body,
-        stream: request.stream,
-        requestId: request.requestId,
-        maxResponseBytes: request.maxResponseBytes,
-        control,
-        flow: request.flow,
-        budgetMs: this.#deadline - performance.now(),
-        headersAt: 0,
-      };
-      this.#call = call;
+      if (sent.error !== null) throw sent.error;
       await this.#env.adapterFor(deployment).call(call, gate);
+      status = gate.status;
+      error = null;
       return null;
     } catch (err) {
       if (request.control.aborted) return null;
       const failure = classify(err);
+      status = failure.status;
+      error = failure.code;
+      if (call.sentAt > 0 && !gate.committed) this.#waitedMs += performance.now() - call.sentAt;
       if (gate.committed) {
         // After the commit a failure is the client's: one SSE error event (CONTRACT.md, HTTP). The trial, if
         // this was one, already succeeded at the commit.
@@ -180,17 +205,25 @@ class RoutedCall implements GateOwner {
       return failure;
     } finally {
       gate.close();
+      trace?.attempted({ deployment: deployment.id, attempt: this.#attempts, op: sent.op, upstream: deployment.upstream, startedAt: this.#started, sentAt: call.sentAt, status, error, firstChunkAt: gate.firstContentAt });
       request.control.onAbort(null);
       this.#env.states.release(deployment.slot, reservation);
       this.#call = null;
     }
   }
 
-  /** The request as it came, to the deployment's upstream id. */
-  #plainBody(deployment: Deployment): { op: Operation; body: Record<string, unknown> } {
+  /** The operation and body for `deployment`; what `prepare` threw (a parameter its API cannot carry) is the attempt's failure, thrown in its try. */
+  #prepare(deployment: Deployment): { op: Operation; body: Record<string, unknown>; error: unknown } {
     const request = this.#request;
-    request.body.model = deployment.upstream.upstreamModel;
-    return request;
+    if (request.prepare === null) {
+      request.body.model = deployment.upstream.upstreamModel;
+      return { op: request.op, body: request.body, error: null };
+    }
+    try {
+      return { ...request.prepare(deployment.upstream), error: null };
+    } catch (error) {
+      return { op: request.op, body: request.body, error };
+    }
   }
 
   /** After a failure before any byte went out: true when the request is answered, false to try again. */
@@ -287,8 +320,8 @@ class RoutedCall implements GateOwner {
   #routed(): void {
     const d = this.#deployment as Deployment;
     const asked = this.#request.group;
-    if (this.#group === asked) this.client.routed(d.id, this.#attempts, null, d.labels);
-    else this.client.routed(d.id, this.#attempts, (this.#group as Group).name, { model: asked.name, provider: d.labels.provider });
+    if (this.#group === asked) this.client.routed(d.id, this.#attempts, null, d.labels, this.#waitedMs);
+    else this.client.routed(d.id, this.#attempts, (this.#group as Group).name, { model: asked.name, provider: d.labels.provider }, this.#waitedMs);
   }
 
   /** The last failure, as the caller gets it: a provider answer as sent, otherwise the gateway's error. */
@@ -320,7 +353,7 @@ class RoutedCall implements GateOwner {
       }
     }
     const seconds = Number.isFinite(soonest) ? Math.max(1, Math.ceil(soonest / 1000)) : 1;
-    this.client.routed(null, 0, null, (group.deployments[0] as Deployment).labels);
+    this.client.routed(null, 0, null, (group.deployments[0] as Deployment).labels, 0);
     this.client.fail({ code: 'no_deployment_available', message: `no deployment of "${group.name}" or its fallbacks can take the request now (cooling down or at capacity)` }, ['retry-after', String(seconds)]);
   }
 

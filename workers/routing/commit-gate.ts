@@ -30,6 +30,10 @@ export class CommitGate implements AttemptSink {
   committed = false;
   /** performance.now() of the commit (the latency sample of a stream: time to first token). */
   committedAt = 0;
+  /** performance.now() of a stream's first event with content, when it came before the commit timeout; 0 otherwise. */
+  firstContentAt = 0;
+  /** The status of the answer that passed: a reply's, or 200 for a stream. */
+  status = 0;
   readonly #owner: GateOwner;
   readonly #holdMs: number;
   #head: HeaderList | null = null;
@@ -42,11 +46,13 @@ export class CommitGate implements AttemptSink {
   }
 
   reply(status: number, contentType: string, headers: HeaderList, body: Payload, usage: Usage | null, upstreamMs: number): void {
+    this.status = status;
     this.#mark();
     this.#owner.client.reply(status, contentType, headers, body, usage, upstreamMs);
   }
 
   head(headers: HeaderList): void {
+    this.status = 200;
     this.#head = headers;
     this.#timer = setTimeout(() => this.#commit(), this.#holdMs);
   }
@@ -58,6 +64,7 @@ export class CommitGate implements AttemptSink {
     }
     if (carriesContent(bytes)) {
       // Usually the first events: they pass on as lent, with whatever was held before them.
+      this.firstContentAt = performance.now();
       this.#commit();
       this.#owner.client.data(bytes);
       return;

@@ -126,8 +126,8 @@ export class ResponsesSink implements ClientSink {
     this.#inner.end(usage, upstreamMs);
   }
 
-  routed(deployment: string | null, attempts: number, fallback: string | null, labels: RouteLabels): void {
-    this.#inner.routed(deployment, attempts, fallback, labels);
+  routed(deployment: string | null, attempts: number, fallback: string | null, labels: RouteLabels, waitedMs: number): void {
+    this.#inner.routed(deployment, attempts, fallback, labels, waitedMs);
   }
 
   fail(error: { code: ErrorCode; message: string }, headers: HeaderList = NO_HEADERS): void {

@@ -19,9 +19,12 @@ export const mockProvider: Provider = {
   probe: () => null,
   async call(call, sink) {
     const started = performance.now();
+    // The mock's latency stands for an upstream's: it counts as upstream time, not the gateway's.
+    call.sentAt = started;
     const mock = settingsOf<MockSettings>(call.upstream);
     if (mock.latencyMs > 0) await sleep(mock.latencyMs, undefined, { signal: call.control.signal });
     call.headersAt = performance.now();
+    call.readAt = call.headersAt;
     if (mock.fault !== 'none') return injectFault(mock.fault);
     if (call.op === 'embeddings') {
       const { body, usage } = embeddings(call);
