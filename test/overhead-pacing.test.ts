@@ -1,7 +1,7 @@
 // Issue 26, point 3, end to end: `x-switchyard-overhead-ms` is the gateway's own share of the time to
 // the response headers (the upstreams' wait taken out, from the timings the worker reports), on every
 // routed response; switchyard_time_per_output_token_seconds observes each gap between a stream's
-// data events.
+// data events, and switchyard_gateway_overhead_seconds the headers' values.
 import { getMetricsFromIterator, type PromHistogramData } from 'prom2javascript';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { useGateway } from './support/gateway.js';
@@ -103,14 +103,31 @@ describe('x-switchyard-overhead-ms', () => {
   });
 });
 
+/** A histogram's count and sum over the series of one model alias and provider. */
+async function histogram(name: string, model: string, provider: string): Promise<{ count: number; sum: number }> {
+  const text = await (await gw.fetch('/metrics', { auth: false })).text();
+  const lines = text.split('\n').filter((l) => !/ (Nan|NaN)$/.test(l));
+  const family = (await getMetricsFromIterator(lines[Symbol.iterator]()))[name];
+  const series = ((family?.data ?? []) as PromHistogramData[]).filter((d) => d.labels.model === model && d.labels.provider === provider);
+  return { count: series.reduce((n, d) => n + d.count, 0), sum: series.reduce((n, d) => n + (d.sum ?? 0), 0) };
+}
+
+describe('switchyard_gateway_overhead_seconds', () => {
+  it('observes the value of each x-switchyard-overhead-ms header, and nothing for an answer without one', async () => {
+    const before = await histogram('switchyard_gateway_overhead_seconds', 'slow-mock', 'mock');
+    const answers = [await timed('/v1/chat/completions', chat('slow-mock')), await timed('/v1/chat/completions', chat('slow-mock', { stream: true }))];
+    const after = await histogram('switchyard_gateway_overhead_seconds', 'slow-mock', 'mock');
+    expect(after.count - before.count).toBe(2);
+    const headers = answers.reduce((ms, a) => ms + overheadMs(a.overhead), 0) / 1000;
+    // The headers are rounded to the microsecond.
+    expect(Math.abs(after.sum - before.sum - headers)).toBeLessThan(0.00001);
+    expect((await timed('/v1/chat/completions', chat('slow-mock'), { authorization: 'Bearer wrong' })).status).toBe(401);
+    expect((await histogram('switchyard_gateway_overhead_seconds', 'slow-mock', 'mock')).count).toBe(after.count);
+  });
+});
+
 describe('switchyard_time_per_output_token_seconds', () => {
-  async function pacing(): Promise<{ count: number; sum: number }> {
-    const text = await (await gw.fetch('/metrics', { auth: false })).text();
-    const lines = text.split('\n').filter((l) => !/ (Nan|NaN)$/.test(l));
-    const family = (await getMetricsFromIterator(lines[Symbol.iterator]()))['switchyard_time_per_output_token_seconds'];
-    const series = ((family?.data ?? []) as PromHistogramData[]).filter((d) => d.labels.model === 'paced' && d.labels.provider === 'mock');
-    return { count: series.reduce((n, d) => n + d.count, 0), sum: series.reduce((n, d) => n + (d.sum ?? 0), 0) };
-  }
+  const pacing = () => histogram('switchyard_time_per_output_token_seconds', 'paced', 'mock');
 
   it('observes each gap between a stream\'s data events: 7 events 25 ms apart are 6 gaps adding up to the stream\'s length', async () => {
     const before = await pacing();

@@ -38,6 +38,8 @@ export interface Exchange {
   routing?: RoutingFacts | null;
   /** Provider routes: performance.now() when the body, read in full, went to a worker (the overhead's start). */
   calledAt?: number;
+  /** Provider routes: the overhead written in x-switchyard-overhead-ms, in ms; -1 until the headers are. */
+  overheadMs?: number;
 }
 
 /** spec 000, Response headers: `Server` always, `X-Request-ID` always. */
@@ -50,17 +52,19 @@ export function writeHead(ex: Exchange, status: number, contentType: string, ext
   res.writeHeader('content-type', contentType);
   if (extra) for (let i = 0; i < extra.length; i += 2) res.writeHeader(extra[i] as string, extra[i + 1] as string);
   const routing = ex.routing;
-  if (routing) writeRouting(res, routing, ex.calledAt ?? 0);
+  if (routing) ex.overheadMs = writeRouting(res, routing, ex.calledAt ?? 0);
 }
 
-/** CONTRACT.md, Routing for high volume: who served a routed response, on every one of them. */
-function writeRouting(res: HttpResponse, routing: RoutingFacts, calledAt: number): void {
+/** CONTRACT.md, Routing for high volume: who served a routed response, on every one of them; returns the overhead written. */
+function writeRouting(res: HttpResponse, routing: RoutingFacts, calledAt: number): number {
   if (routing.deployment !== null) res.writeHeader('x-switchyard-deployment', headerValue(routing.deployment));
   res.writeHeader('x-switchyard-attempts', ATTEMPTS[routing.attempts] ?? String(routing.attempts));
   if (routing.fallback !== null) res.writeHeader('x-switchyard-fallback', headerValue(routing.fallback));
   // The gateway's own share of the time to these headers: since the body went to a worker, less the time
   // the worker spent waiting on upstreams (RoutingFacts.waitedMs); milliseconds, to the microsecond.
-  res.writeHeader('x-switchyard-overhead-ms', Math.max(0, performance.now() - calledAt - routing.waitedMs).toFixed(3));
+  const overheadMs = Math.max(0, performance.now() - calledAt - routing.waitedMs);
+  res.writeHeader('x-switchyard-overhead-ms', overheadMs.toFixed(3));
+  return overheadMs;
 }
 
 const ATTEMPTS = Array.from({ length: 16 }, (_, n) => String(n));

@@ -93,7 +93,7 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
     this.#ctx = ctx;
     this.#route = route;
     this.#span = span;
-    this.ex = { res, requestId, aborted: false, started: false, routing: null, calledAt: 0 };
+    this.ex = { res, requestId, aborted: false, started: false, routing: null, calledAt: 0, overheadMs: -1 };
   }
 
   start(op: Operation, body: Uint8Array): void {
@@ -314,6 +314,9 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
     if (this.#id !== 0) series.requestBytes.observe(this.bytesIn);
     series.responseBytes.observe(this.#bytesOut);
     if (this.#upstreamMs > 0) series.model.upstreamDuration.observe(this.#upstreamMs / 1000);
+    // What x-switchyard-overhead-ms said, when the answer had one (a routed answer whose headers went out).
+    const overheadMs = this.ex.overheadMs ?? -1;
+    if (overheadMs >= 0) series.model.overhead.observe(overheadMs / 1000);
     const routing = this.ex.routing ?? null;
     if (routing !== null && (routing.attempts > 1 || routing.fallback !== null)) ctx.metrics.recordRouting(model, routing);
     const usage = this.#usage;

@@ -29,12 +29,15 @@ const HEALTH_VALUE: Readonly<Record<HealthStatus, number>> = { healthy: 1, degra
 
 /** Gaps between a stream's data events: 0.5 ms to 2.5 s (a token every 10-100 ms is common; a stall shows in the top buckets). */
 const PACING_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02, 0.035, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1, 2.5];
+/** The gateway's own share of the time to headers: 50 µs (a quiet pod) to 1 s (a retry_after wait, a pod out of CPU). */
+const OVERHEAD_BUCKETS = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
 
 /** The series of one model alias and provider. */
 export interface ModelSeries {
   readonly upstreamDuration: HistogramSeries;
   readonly timeToFirstToken: HistogramSeries;
   readonly timePerOutputToken: HistogramSeries;
+  readonly overhead: HistogramSeries;
   readonly promptTokens: CounterSeries;
   readonly completionTokens: CounterSeries;
 }
@@ -117,6 +120,15 @@ export class GatewayMetrics {
       help: 'Streams: time between consecutive data events written to the client, by model alias and provider',
       labelNames: ['model', 'provider'] as const,
       buckets: PACING_BUCKETS,
+    },
+    this.registry,
+  );
+  readonly overhead = new HistogramFamily(
+    {
+      name: 'switchyard_gateway_overhead_seconds',
+      help: "Routed answers: the gateway's own share of the time to response headers (x-switchyard-overhead-ms), by model alias and provider",
+      labelNames: ['model', 'provider'] as const,
+      buckets: OVERHEAD_BUCKETS,
     },
     this.registry,
   );
@@ -342,6 +354,7 @@ export class GatewayMetrics {
         upstreamDuration: this.upstreamDuration.at({ model, provider }),
         timeToFirstToken: this.timeToFirstToken.at({ model, provider }),
         timePerOutputToken: this.timePerOutputToken.at({ model, provider }),
+        overhead: this.overhead.at({ model, provider }),
         promptTokens: this.tokens.at({ model, provider, kind: 'prompt' }),
         completionTokens: this.tokens.at({ model, provider, kind: 'completion' }),
       };
