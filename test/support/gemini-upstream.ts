@@ -142,8 +142,10 @@ export async function startGeminiUpstream(key = GEMINI_KEY): Promise<GeminiUpstr
         return writePieces(res, streamEvents(answer(reply.candidates ?? [], reply.usage, reply.blockReason)), reply.intervalMs ?? 0, later, alive, () => res.end());
       case 'stream-error': {
         // The service breaks off a stream with its error body after the events, outside the SSE framing (js-genai's api_client_test).
+        // 100 ms apart: @google/genai recognises the error body only when it arrives in a read of its own (it parses each
+        // read whole); a loaded host whose client reads late would otherwise get both pieces in one read.
         const pieces = [...(reply.afterContent ? [partly] : []), `${JSON.stringify({ error: reply.error }, null, 2)}\n`];
-        return writePieces(res, pieces, 5, later, alive, () => res.end());
+        return writePieces(res, pieces, 100, later, alive, () => res.end());
       }
       case 'cut-short':
         return writePieces(res, [partly], 0, later, alive, () => res.end());
