@@ -21,6 +21,12 @@ export interface ProviderInfo {
   readonly keylessAtOwnBase: boolean;
   /** Its upstream can serve `POST /responses`, so `params.responses_api` may be set (the Responses API is then passed through). */
   readonly responsesApi: boolean;
+  /**
+   * AWS credentials (Bedrock): SigV4 with `aws_access_key_id` / `aws_secret_access_key` /
+   * `aws_session_token` or the standard `AWS_*` variables; an `api_key` (or `keyVariable`) is a
+   * bearer key instead. `apiBase` may hold `{region}`, filled from the resolved region.
+   */
+  readonly aws?: true;
 }
 
 export const PROVIDER_INFO = {
@@ -28,6 +34,7 @@ export const PROVIDER_INFO = {
   // Azure serves /responses too, at paths of its own that the azure adapter does not build yet: translated to chat meanwhile.
   azure: { apiBase: 'required', keyVariable: 'AZURE_API_KEY', keylessAtOwnBase: false, responsesApi: false },
   anthropic: { apiBase: 'https://api.anthropic.com', keyVariable: 'ANTHROPIC_API_KEY', keylessAtOwnBase: false, responsesApi: false },
+  bedrock: { apiBase: 'https://bedrock-runtime.{region}.amazonaws.com', keyVariable: 'AWS_BEARER_TOKEN_BEDROCK', keylessAtOwnBase: false, responsesApi: false, aws: true },
   mock: { apiBase: null, keyVariable: null, keylessAtOwnBase: false, responsesApi: false },
 } as const satisfies Record<string, ProviderInfo>;
 
@@ -56,11 +63,17 @@ export interface AnthropicSettings {
   readonly anthropicVersion: string;
 }
 
+export interface BedrockSettings {
+  /** The signing region and the default api_base's (`aws_region_name`, else `AWS_REGION`). */
+  readonly region: string;
+}
+
 /** Each provider's own settings, resolved with their defaults by the config loader. */
 export interface ProviderSettingsMap {
   readonly openai: Readonly<Record<never, never>>;
   readonly azure: AzureSettings;
   readonly anthropic: AnthropicSettings;
+  readonly bedrock: BedrockSettings;
   readonly mock: MockSettings;
 }
 

@@ -16,7 +16,7 @@ import { joinPieces } from '../protocol/channel.js';
 import { SseParser } from '../workers/sse.js';
 import { sseText } from '../workers/providers/golden.js';
 import type { StreamRelay } from '../workers/providers/http-attempt.js';
-import { TranslatingRelay } from '../workers/providers/anthropic/index.js';
+import { messagesRelay } from '../workers/providers/anthropic/index.js';
 import { toMessagesRequest } from '../workers/providers/anthropic/request.js';
 import { MessagesStreamTranslator, type StreamOptions } from '../workers/providers/anthropic/stream.js';
 import { AzureRelay } from '../workers/providers/azure/index.js';
@@ -66,7 +66,7 @@ describe('any split of a provider stream gives the client the same stream', () =
   for (const golden of streams('anthropic')) {
     it(`anthropic ${golden.name}`, () => {
       const bytes = encoder.encode(sseText(golden.events));
-      const fresh = () => new TranslatingRelay(new MessagesStreamTranslator(golden.options as StreamOptions));
+      const fresh = () => messagesRelay(new MessagesStreamTranslator(golden.options as StreamOptions));
       const whole = relayed(fresh(), bytes, []);
       fc.assert(fc.property(cutsArb, (cuts) => relayed(fresh(), bytes, cuts) === whole), { numRuns: 200 });
     });

@@ -15,7 +15,7 @@ const ignoreActivity = { headersArrived() {}, chunkArrived() {} };
 
 export async function probeUpstream(frame: ProbeFrame): Promise<ProbedFrame> {
   const { upstream } = frame;
-  const request = upstream.apiBase === null ? null : PROVIDERS[upstream.provider].probe(upstream);
+  const request = upstream.apiBase === null ? null : await PROVIDERS[upstream.provider].probe(upstream);
   if (upstream.apiBase === null || request === null) return { t: 'probed', id: frame.id, status: null, error: 'this provider has nothing to reach' };
   const exchange = new UpstreamExchange(MAX_PROBE_BODY_BYTES, ignoreActivity);
   let timedOut = false;

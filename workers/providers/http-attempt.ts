@@ -27,32 +27,50 @@ export interface UpstreamRequest {
   readonly body: string;
 }
 
-/** A provider's side of an attempt: everything that differs between providers. */
-export interface HttpDialect {
+/**
+ * How a stream's bytes become the units its relay translates: SSE events (the default), or
+ * another framing a provider streams in (Bedrock's AWS event stream). Flow control, deadlines
+ * and the cap on one unit stay the transport's.
+ */
+export interface StreamFraming<B> {
+  /** The content type of a stream answer in this framing; the request's `accept`. */
+  readonly contentType: string;
+  /** A parser for one stream: whole units out of each chunk, none kept beyond `maxUnitBytes`; `finish` at the end. */
+  parser(maxUnitBytes: number): { push(chunk: Uint8Array): B; finish(): B };
+}
+
+/** SSE, every provider's stream but Bedrock's. */
+const SSE: StreamFraming<SseBatch> = { contentType: 'text/event-stream', parser: (max) => new SseParser(max) };
+
+/** A provider's side of an attempt: everything that differs between providers. `B`: what its stream framing yields. */
+export interface HttpDialect<B = SseBatch> {
   /**
    * The call as the provider's request. `headers` already has the common ones (content type,
-   * user agent, request id, accept); the dialect adds its credentials and versions. Throws a
-   * GatewayError (a 400: unsupported parameter or operation) for a call the provider cannot take.
+   * user agent, request id, accept); the dialect adds its credentials and versions (a promise when
+   * making them is asynchronous: a signature). Throws a GatewayError (a 400: unsupported parameter
+   * or operation) for a call the provider cannot take.
    */
-  request(call: ProviderCall, headers: Record<string, string>): UpstreamRequest;
+  request(call: ProviderCall, headers: Record<string, string>): UpstreamRequest | Promise<UpstreamRequest>;
   /** The answer's headers a caller may see: the allowlist, the provider's own rate-limit headers renamed onto it. */
   headers(raw: IncomingHttpHeaders): HeaderList;
-  /** A provider 4xx body (whole, in the pieces read) as the compatible error object. */
-  error(status: number, body: readonly Uint8Array[]): { readonly contentType: string; readonly body: Payload };
+  /** A provider 4xx body (whole, in the pieces read) as the compatible error object; `raw`: the answer's headers (Bedrock names its error type there). */
+  error(status: number, body: readonly Uint8Array[], raw: IncomingHttpHeaders): { readonly contentType: string; readonly body: Payload };
   /** A success body (whole) as the compatible answer, with its usage; throws upstream_invalid_response for one it cannot read. */
-  reply(call: ProviderCall, body: readonly Uint8Array[]): { readonly body: Payload; readonly usage: Usage | null };
+  reply(call: ProviderCall, body: readonly Uint8Array[], raw: IncomingHttpHeaders): { readonly body: Payload; readonly usage: Usage | null };
   /** A stream's relay for one call. */
-  stream(call: ProviderCall): StreamRelay;
+  stream(call: ProviderCall): StreamRelay<B>;
+  /** How its streams are framed; SSE when absent. */
+  readonly framing?: StreamFraming<B>;
   /** A 5xx body is read (bounded) so the log can say what the provider said; otherwise it is dropped unread. */
   readonly readsServerErrors: boolean;
 }
 
 /** Turns a provider's stream into compatible SSE events, batch by batch. */
-export interface StreamRelay {
+export interface StreamRelay<B = SseBatch> {
   /** What to send for one parsed batch (null: nothing yet); throws the attempt's failure on an in-band error event. */
-  batch(batch: SseBatch): Payload | null;
+  batch(batch: B): Payload | null;
   /** The upstream ended (`rest`: the parser's last events): what is left to send; a stream cut short fails (thrown, or by failure()). */
-  end(rest: SseBatch): Payload | null;
+  end(rest: B): Payload | null;
   /** The usage the stream reported, for the access log and metrics. */
   usage(): Usage | null;
   /**
@@ -63,26 +81,30 @@ export interface StreamRelay {
 }
 
 const USER_AGENT = `switchyard/${VERSION}`;
-/** Cap on one SSE event, so an upstream that never ends an event cannot grow memory. */
+/** Cap on one stream event (SSE event, event-stream message), so an upstream that never ends one cannot grow memory. */
 const MAX_EVENT_BYTES = 8 * 1024 * 1024;
 /** What of a 5xx body is kept for the log. */
 const SERVER_ERROR_DETAIL_BYTES = 2048;
 
-export async function httpAttempt(dialect: HttpDialect, call: ProviderCall, sink: AttemptSink): Promise<void> {
+export async function httpAttempt<B = SseBatch>(dialect: HttpDialect<B>, call: ProviderCall, sink: AttemptSink): Promise<void> {
   const started = performance.now();
   const { upstream, control } = call;
   if (upstream.apiBase === null) throw new GatewayError('internal_error', 'this provider has no api_base');
+  // A dialect without a framing of its own streams SSE, so its B is SseBatch.
+  const framing = dialect.framing ?? (SSE as unknown as StreamFraming<B>);
   const headers: Record<string, string> = {
     'content-type': 'application/json',
     'user-agent': USER_AGENT,
     'x-request-id': call.requestId,
-    accept: call.stream ? 'text/event-stream' : 'application/json',
+    accept: call.stream ? framing.contentType : 'application/json',
   };
   // Before any timer or connection: a request the provider cannot take is the caller's 400.
-  const request = dialect.request(call, headers);
+  const made = dialect.request(call, headers);
+  const request = made instanceof Promise ? await made : made;
   // call.control is "stop now": the client left, or a deadline passed (then its reason is the GatewayError).
   const deadlines = new Deadlines((reason) => control.abort(reason), upstream.timeouts, call.budgetMs);
-  const exchange = new UpstreamExchange(call.maxResponseBytes, deadlines, call.stream ? isEventStream : null);
+  const isStream = ({ status, headers }: UpstreamHead): boolean => status >= 200 && status < 300 && String(headers['content-type'] ?? '').startsWith(framing.contentType);
+  const exchange = new UpstreamExchange(call.maxResponseBytes, deadlines, call.stream ? isStream : null);
   control.onAbort((reason) => exchange.abort(reason));
   let answered = false;
   try {
@@ -95,19 +117,19 @@ export async function httpAttempt(dialect: HttpDialect, call: ProviderCall, sink
     if (status >= 500 || status < 200 || status === 408) throw await serverFailure(dialect, exchange, status, passHeaders, responseHeaders);
     if (status >= 400) {
       // CONTRACT.md: provider 4xx pass through with their status and message (when no other deployment should be tried).
-      const error = dialect.error(status, await exchange.body);
+      const error = dialect.error(status, await exchange.body, responseHeaders);
       throw providerFailure(status, passHeaders, retryAfterMs(responseHeaders), error.contentType, error.body);
     }
     if (call.stream) {
-      if (!isEventStream({ status, headers: responseHeaders })) {
+      if (!isStream({ status, headers: responseHeaders })) {
         throw new GatewayError('upstream_invalid_response', 'the provider answered a stream request without an event stream');
       }
       sink.head(passHeaders);
-      const usage = await relayEvents(exchange, call, sink, deadlines, dialect.stream(call));
+      const usage = await relayEvents(exchange, call, sink, deadlines, dialect.stream(call), framing);
       sink.end(usage, performance.now() - started);
       return;
     }
-    const answer = dialect.reply(call, await exchange.body);
+    const answer = dialect.reply(call, await exchange.body, responseHeaders);
     sink.reply(status, 'application/json', passHeaders, answer.body, answer.usage, performance.now() - started);
   } catch (err) {
     if (control.aborted && control.reason instanceof GatewayError) throw control.reason;
@@ -122,7 +144,7 @@ export async function httpAttempt(dialect: HttpDialect, call: ProviderCall, sink
 }
 
 /** A 5xx (or 408, or 1xx) answer: transient. The caller gets the gateway's message; the provider's, redacted, is kept for the log. */
-async function serverFailure(dialect: HttpDialect, exchange: UpstreamExchange, status: number, passHeaders: HeaderList, raw: IncomingHttpHeaders): Promise<AttemptFailure> {
+async function serverFailure<B>(dialect: HttpDialect<B>, exchange: UpstreamExchange, status: number, passHeaders: HeaderList, raw: IncomingHttpHeaders): Promise<AttemptFailure> {
   const failure = providerFailure(status, passHeaders, retryAfterMs(raw), '', null);
   if (!dialect.readsServerErrors) return failure;
   const body = await exchange.body.catch(() => null);
@@ -132,18 +154,15 @@ async function serverFailure(dialect: HttpDialect, exchange: UpstreamExchange, s
   return new AttemptFailure(failure.kind, failure.code, failure.message, status, passHeaders, null, failure.retryAfterMs, detail);
 }
 
-/** A stream request's success answer: relayed as it comes; anything else is collected. */
-const isEventStream = ({ status, headers }: UpstreamHead): boolean =>
-  status >= 200 && status < 300 && String(headers['content-type'] ?? '').startsWith('text/event-stream');
-
 /**
- * Relays a stream: each upstream chunk is parsed into whole events (one
- * SSE parser, which keeps event names) and handed to the dialect's relay,
- * whose output goes on as one data frame. Pausing the flow pauses the
- * upstream read and holds the idle deadline.
+ * Relays a stream: each upstream chunk is parsed into whole events (the
+ * framing's parser: SSE, which keeps event names, or the dialect's own)
+ * and handed to the dialect's relay, whose output goes on as one data
+ * frame. Pausing the flow pauses the upstream read and holds the idle
+ * deadline.
  */
-async function relayEvents(exchange: UpstreamExchange, call: ProviderCall, sink: AttemptSink, deadlines: Deadlines, relay: StreamRelay): Promise<Usage | null> {
-  const parser = new SseParser(Math.min(MAX_EVENT_BYTES, call.maxResponseBytes));
+async function relayEvents<B>(exchange: UpstreamExchange, call: ProviderCall, sink: AttemptSink, deadlines: Deadlines, relay: StreamRelay<B>, framing: StreamFraming<B>): Promise<Usage | null> {
+  const parser = framing.parser(Math.min(MAX_EVENT_BYTES, call.maxResponseBytes));
   const follow = (paused: boolean) => {
     if (paused) {
       exchange.pause();

@@ -4,11 +4,13 @@ import type { Provider } from './adapter.js';
 import { openaiProvider } from './openai/index.js';
 import { azureProvider } from './azure/index.js';
 import { anthropicProvider } from './anthropic/index.js';
+import { bedrockProvider } from './bedrock/index.js';
 import { mockProvider } from './mock/index.js';
 
 export const PROVIDERS: Readonly<Record<ProviderName, Provider>> = {
   openai: openaiProvider,
   azure: azureProvider,
   anthropic: anthropicProvider,
+  bedrock: bedrockProvider,
   mock: mockProvider,
 };

@@ -8,11 +8,12 @@
  */
 import { providerKey, settingsOf, type Upstream } from '../../../protocol/config.js';
 import { GatewayError } from '../../../protocol/errors.js';
-import type { Usage } from '../../../protocol/frames.js';
 import { decodedEvents, type SseBatch } from '../../sse.js';
-import type { Provider, ProviderCall } from '../adapter.js';
-import { bodyText, isRecord, parseBody } from '../compatible.js';
-import { httpAttempt, type HttpDialect, type StreamRelay } from '../http-attempt.js';
+import type { Provider } from '../adapter.js';
+import { includesUsage, jsonModeOf } from '../chat-request.js';
+import { bodyText, parseBody } from '../compatible.js';
+import { httpAttempt, type HttpDialect } from '../http-attempt.js';
+import { TranslatingRelay } from '../translating-relay.js';
 import { anthropicError, anthropicHeaders } from './errors.js';
 import { toMessagesRequest } from './request.js';
 import { toChatCompletion } from './response.js';
@@ -25,12 +26,6 @@ function credentials(headers: Record<string, string>, upstream: Pick<Upstream, '
   if (key !== null) headers['x-api-key'] = key;
   headers['anthropic-version'] = settingsOf(upstream, 'anthropic').anthropicVersion;
 }
-
-/** Whether the request forced the JSON tool: the answer's tool input is its content. */
-const jsonModeOf = (call: ProviderCall): boolean => {
-  const format = call.body.response_format;
-  return isRecord(format) && (format.type === 'json_schema' || format.type === 'json_object') && !(Array.isArray(call.body.tools) && call.body.tools.length > 0);
-};
 
 const created = (): number => Math.floor(Date.now() / 1000);
 
@@ -46,59 +41,25 @@ const dialect: HttpDialect = {
   headers: (raw) => anthropicHeaders(raw),
   error: (status, body) => anthropicError(status, bodyText(body)),
   reply(call, body) {
-    const { completion, usage } = toChatCompletion(parseBody(body), { created: created(), jsonMode: jsonModeOf(call) });
+    const { completion, usage } = toChatCompletion(parseBody(body), { created: created(), jsonMode: jsonModeOf(call.body) });
     return { body: encoder.encode(JSON.stringify(completion)), usage };
   },
   stream(call) {
-    const options = call.body.stream_options;
-    const includeUsage = isRecord(options) && options.include_usage === true;
-    return new TranslatingRelay(new MessagesStreamTranslator({ created: created(), includeUsage, jsonMode: jsonModeOf(call) }));
+    return messagesRelay(new MessagesStreamTranslator({ created: created(), includeUsage: includesUsage(call.body), jsonMode: jsonModeOf(call.body) }));
   },
   readsServerErrors: true,
 };
 
-/** Each batch's events through the translator, its output as one frame. */
-export class TranslatingRelay implements StreamRelay {
-  readonly #translator: MessagesStreamTranslator;
-  #failure: unknown = null;
-
-  constructor(translator: MessagesStreamTranslator) {
-    this.#translator = translator;
-  }
-
-  /** An error event ends the translation; the events before it in the batch are still handed on (failure() then has it). */
-  batch(batch: SseBatch): Uint8Array | null {
-    if (this.#failure !== null) throw this.#failure;
-    const { events, names } = decodedEvents(batch);
-    let out = '';
-    try {
-      for (let i = 0; i < events.length; i++) out += this.#translator.event(names?.[i] ?? null, events[i] as string);
-    } catch (err) {
-      this.#failure = err;
-    }
-    return out.length === 0 ? null : encoder.encode(out);
-  }
-
-  /** A stream cut short is a failure too, reported the same way. */
-  end(rest: SseBatch): Uint8Array | null {
-    const last = this.batch(rest);
-    if (this.#failure === null) {
-      try {
-        this.#translator.end();
-      } catch (err) {
-        this.#failure = err;
-      }
-    }
-    return last;
-  }
-
-  failure(): unknown {
-    return this.#failure;
-  }
-
-  usage(): Usage | null {
-    return this.#translator.usage;
-  }
+/** Each batch's SSE events through the Messages translator (names from `event:`, else the data's `type`). */
+export function messagesRelay(translator: MessagesStreamTranslator): TranslatingRelay<SseBatch> {
+  return new TranslatingRelay({
+    translate(batch, out) {
+      const { events, names } = decodedEvents(batch);
+      for (let i = 0; i < events.length; i++) out.text += translator.event(names?.[i] ?? null, events[i] as string);
+    },
+    end: () => translator.end(),
+    usage: () => translator.usage,
+  });
 }
 
 export const anthropicProvider: Provider = {

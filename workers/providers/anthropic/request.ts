@@ -26,6 +26,9 @@
  */
 import { GatewayError } from '../../../protocol/errors.js';
 import { isRecord } from '../compatible.js';
+import { DATA_URL, JSON_TOOL, JSON_TOOL_DESCRIPTION, isBlank, jsonSchemaOf, maxTokensOf, refuseUnhonoured, refuser, stopSequences, toolArguments, toolCallOf, type Refuse } from '../chat-request.js';
+
+export { JSON_TOOL };
 
 export interface RequestOptions {
   /** The upstream model id. */
@@ -33,9 +36,6 @@ export interface RequestOptions {
   /** `drop_params`: drop what would be refused. */
   readonly dropParams: boolean;
 }
-
-/** The tool JSON mode forces; its input is the answer. Only used when the caller sent no tools. */
-export const JSON_TOOL = 'json_response';
 
 /** Anthropic requires max_tokens; OpenAI's callers often send none. */
 export const DEFAULT_MAX_TOKENS = 4096;
@@ -46,41 +46,12 @@ interface Turn {
   readonly content: Block[];
 }
 
-/**
- * OpenAI parameters Anthropic has no equivalent for, each with the values
- * that ask for nothing (so `n: 1` or `logprobs: false` pass).
- */
-const REFUSED: Readonly<Record<string, (value: unknown) => boolean>> = {
-  n: (v) => v === 1,
-  logit_bias: (v) => isRecord(v) && Object.keys(v).length === 0,
-  logprobs: (v) => v === false,
-  top_logprobs: (v) => v === 0,
-  presence_penalty: (v) => v === 0,
-  frequency_penalty: (v) => v === 0,
-  seed: () => false,
-  audio: () => false,
-  modalities: (v) => Array.isArray(v) && v.every((m) => m === 'text'),
-  prediction: () => false,
-  reasoning_effort: () => false,
-  web_search_options: () => false,
-  functions: () => false,
-  function_call: () => false,
-  store: (v) => v === false,
-  service_tier: (v) => v === 'auto' || v === 'default',
-  verbosity: () => false,
-};
-
 export function toMessagesRequest(body: Readonly<Record<string, unknown>>, options: RequestOptions): Record<string, unknown> {
-  const refuse = (param: string, why: string): void => {
-    if (!options.dropParams) throw new GatewayError('unsupported_parameter', `${param}: ${why} (set drop_params: true to drop it)`);
-  };
-  for (const param of Object.keys(REFUSED)) {
-    const value = body[param];
-    if (value !== undefined && value !== null && !(REFUSED[param] as (v: unknown) => boolean)(value)) refuse(param, 'the anthropic provider has no equivalent');
-  }
+  const refuse = refuser(options.dropParams);
+  refuseUnhonoured(body, 'anthropic', refuse);
 
   const { system, turns } = conversation(body.messages, refuse);
-  const out: Record<string, unknown> = { model: options.model, max_tokens: maxTokens(body) };
+  const out: Record<string, unknown> = { model: options.model, max_tokens: maxTokensOf(body) ?? DEFAULT_MAX_TOKENS };
   if (system.length > 0) out.system = system;
   out.messages = turns;
   const stop = stopSequences(body.stop);
@@ -89,9 +60,9 @@ export function toMessagesRequest(body: Readonly<Record<string, unknown>>, optio
   if (typeof body.top_p === 'number') out.top_p = body.top_p;
   if (typeof body.user === 'string' && body.user.length > 0) out.metadata = { user_id: body.user };
   const tools = toolsOf(body.tools, refuse);
-  const json = jsonMode(body.response_format, tools.length > 0, refuse);
+  const json = jsonSchemaOf(body.response_format, tools.length > 0, refuse);
   if (json !== null) {
-    out.tools = [{ name: JSON_TOOL, description: 'Answer with a JSON value that matches the input schema.', input_schema: json }];
+    out.tools = [{ name: JSON_TOOL, description: JSON_TOOL_DESCRIPTION, input_schema: json }];
     out.tool_choice = { type: 'tool', name: JSON_TOOL };
   } else if (tools.length > 0) {
     out.tools = tools;
@@ -102,18 +73,7 @@ export function toMessagesRequest(body: Readonly<Record<string, unknown>>, optio
   return out;
 }
 
-function maxTokens(body: Readonly<Record<string, unknown>>): number {
-  const value = body.max_completion_tokens ?? body.max_tokens;
-  return typeof value === 'number' ? value : DEFAULT_MAX_TOKENS;
-}
-
-function stopSequences(stop: unknown): string[] | null {
-  const list = typeof stop === 'string' ? [stop] : Array.isArray(stop) ? stop : [];
-  const kept = list.filter((s): s is string => typeof s === 'string' && s.length > 0);
-  return kept.length > 0 ? kept : null;
-}
-
-function conversation(messages: unknown, refuse: (param: string, why: string) => void): { system: Block[]; turns: Turn[] } {
+function conversation(messages: unknown, refuse: Refuse): { system: Block[]; turns: Turn[] } {
   const system: Block[] = [];
   const turns: Turn[] = [];
   const push = (role: Turn['role'], blocks: Block[]) => {
@@ -148,7 +108,7 @@ function conversation(messages: unknown, refuse: (param: string, why: string) =>
 }
 
 /** Text (and, in user turns, image) blocks of a message's content; blank text is left out. */
-function contentBlocks(content: unknown, at: string, images: boolean, refuse: (param: string, why: string) => void): Block[] {
+function contentBlocks(content: unknown, at: string, images: boolean, refuse: Refuse): Block[] {
   if (content === null || content === undefined) return [];
   if (typeof content === 'string') return textBlock(content);
   if (!Array.isArray(content)) throw new GatewayError('invalid_request', `${at}: must be a string or an array of content parts`);
@@ -168,9 +128,7 @@ function contentBlocks(content: unknown, at: string, images: boolean, refuse: (p
 }
 
 /** Anthropic refuses text blocks that are empty or only whitespace. */
-const textBlock = (text: string): Block[] => (text.trim().length > 0 ? [{ type: 'text', text }] : []);
-
-const DATA_URL = /^data:([^;,]+);base64,(.*)$/s;
+const textBlock = (text: string): Block[] => (isBlank(text) ? [] : [{ type: 'text', text }]);
 
 function imageBlock(image: unknown, at: string): Block | null {
   const url = isRecord(image) ? image.url : undefined;
@@ -186,38 +144,20 @@ function toolUses(calls: unknown, at: string): Block[] {
   if (!Array.isArray(calls)) throw new GatewayError('invalid_request', `${at}.tool_calls: must be an array`);
   return calls.map((call, j) => {
     const where = `${at}.tool_calls[${j}]`;
-    const fn = isRecord(call) ? call.function : undefined;
-    if (!isRecord(call) || typeof call.id !== 'string' || !isRecord(fn) || typeof fn.name !== 'string') {
-      throw new GatewayError('invalid_request', `${where}: must have an id and a function with a name`);
-    }
-    return { type: 'tool_use', id: call.id, name: fn.name, input: toolInput(fn.arguments, `${where}.function.arguments`) };
+    const { id, name, arguments: args } = toolCallOf(call, where);
+    return { type: 'tool_use', id, name, input: toolArguments(args, `${where}.function.arguments`) };
   });
 }
 
-/** Arguments are a JSON string in OpenAI's format and an object in Anthropic's; an empty string is no arguments. */
-function toolInput(args: unknown, at: string): Record<string, unknown> {
-  if (args === undefined || args === null || args === '') return {};
-  let input: unknown = args;
-  if (typeof args === 'string') {
-    try {
-      input = JSON.parse(args);
-    } catch {
-      throw new GatewayError('invalid_request', `${at}: is not JSON`);
-    }
-  }
-  if (!isRecord(input)) throw new GatewayError('invalid_request', `${at}: must be a JSON object`);
-  return input;
-}
-
-function toolResult(message: Record<string, unknown>, at: string, refuse: (param: string, why: string) => void): Block {
+function toolResult(message: Record<string, unknown>, at: string, refuse: Refuse): Block {
   if (typeof message.tool_call_id !== 'string') throw new GatewayError('invalid_request', `${at}.tool_call_id: must be a string`);
   const block: Block = { type: 'tool_result', tool_use_id: message.tool_call_id };
-  const content = typeof message.content === 'string' ? message.content.trim().length > 0 ? message.content : null : contentBlocks(message.content, `${at}.content`, false, refuse);
+  const content = typeof message.content === 'string' ? (isBlank(message.content) ? null : message.content) : contentBlocks(message.content, `${at}.content`, false, refuse);
   if (content !== null && content.length > 0) block.content = content;
   return block;
 }
 
-function toolsOf(tools: unknown, refuse: (param: string, why: string) => void): Block[] {
+function toolsOf(tools: unknown, refuse: Refuse): Block[] {
   if (!Array.isArray(tools)) return [];
   const out: Block[] = [];
   tools.forEach((tool, i) => {
@@ -242,21 +182,4 @@ function toolChoice(choice: unknown, serial: boolean): Block | null {
   else if (isRecord(choice) && isRecord(choice.function) && typeof choice.function.name === 'string') out = { type: 'tool', name: choice.function.name };
   if (serial) out = { ...(out ?? { type: 'auto' }), disable_parallel_tool_use: true };
   return out;
-}
-
-/** The schema JSON mode forces, or null when the caller asked for text (or nothing). */
-function jsonMode(format: unknown, hasTools: boolean, refuse: (param: string, why: string) => void): Record<string, unknown> | null {
-  if (!isRecord(format) || format.type === 'text') return null;
-  let schema: Record<string, unknown> | null = null;
-  if (format.type === 'json_object') schema = { type: 'object' };
-  else if (format.type === 'json_schema' && isRecord(format.json_schema) && isRecord(format.json_schema.schema)) schema = format.json_schema.schema;
-  if (schema === null) {
-    refuse('response_format.type', `"${String(format.type)}" has no equivalent`);
-    return null;
-  }
-  if (hasTools) {
-    refuse('response_format', 'a JSON answer together with tools has no equivalent');
-    return null;
-  }
-  return schema;
 }
