@@ -1,17 +1,23 @@
 /**
- * Properties of the translating adapters (issue 23, Tests):
- * - any split of a provider's stream into chunks (the SSE parser, then the
- *   adapter's relay) gives the client the same stream: the golden streams
- *   of workers/providers/anthropic/ and azure/, cut at random bytes;
- * - any valid chat request maps to an Anthropic request that Anthropic
- *   takes: the fake's check (test/support/anthropic-upstream.ts, the rules
- *   the official SDK's fake was proved with) finds nothing to refuse.
+ * Properties of the translating adapters (issues 23 and 25, Tests):
+ * - any split of a provider's stream into chunks (the SSE parser, or the
+ *   AWS event-stream parser, then the adapter's relay) gives the client
+ *   the same stream: the golden streams of workers/providers/anthropic/,
+ *   azure/ and bedrock/ (encoded as event-stream frames), cut at random
+ *   bytes;
+ * - any valid chat request maps to a request the provider takes: the
+ *   fakes' checks (test/support/anthropic-upstream.ts,
+ *   bedrock-upstream.ts: the rules the official SDKs' fakes were proved
+ *   with) find nothing to refuse.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { EventStreamCodec } from '@smithy/eventstream-codec';
+import { fromUtf8, toUtf8 } from '@smithy/util-utf8';
 import { requestProblem } from './support/anthropic-upstream.js';
+import { converseProblem } from './support/bedrock-upstream.js';
 import { joinPieces } from '../protocol/channel.js';
 import { SseParser } from '../workers/sse.js';
 import { sseText } from '../workers/providers/golden.js';
@@ -20,16 +26,19 @@ import { messagesRelay } from '../workers/providers/anthropic/index.js';
 import { toMessagesRequest } from '../workers/providers/anthropic/request.js';
 import { MessagesStreamTranslator, type StreamOptions } from '../workers/providers/anthropic/stream.js';
 import { AzureRelay } from '../workers/providers/azure/index.js';
+import { converseRelay } from '../workers/providers/bedrock/adapter.js';
+import { EventStreamParser } from '../workers/providers/bedrock/aws.js';
+import { toConverseRequest } from '../workers/providers/bedrock/request.js';
+import { ConverseStreamTranslator, type StreamOptions as ConverseStreamOptions } from '../workers/providers/bedrock/stream.js';
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
-/** The bytes a relay gives for `bytes` cut at `cuts`, as http-attempt.ts drives it; then the failure's message when it failed. */
-function relayed(relay: StreamRelay, bytes: Uint8Array, cuts: number[]): string {
-  const parser = new SseParser(1 << 20);
+/** The bytes a relay gives for `bytes` cut at `cuts`, as http-attempt.ts drives it (SSE, or the framing's parser); then the failure's message when it failed. */
+function relayed<B>(relay: StreamRelay<B>, bytes: Uint8Array, cuts: number[], parser: { push(chunk: Uint8Array): B; finish(): B } = new SseParser(1 << 20) as unknown as { push(chunk: Uint8Array): B; finish(): B }): string {
   const points = [...new Set(cuts.map((c) => c % (bytes.length + 1)))].sort((a, b) => a - b);
   let out = '';
-  const take = (payload: ReturnType<StreamRelay['batch']>) => {
+  const take = (payload: ReturnType<StreamRelay<B>['batch']>) => {
     if (payload !== null) out += decoder.decode(payload instanceof Uint8Array ? payload : joinPieces(payload));
   };
   const failed = () => {
@@ -53,11 +62,24 @@ function relayed(relay: StreamRelay, bytes: Uint8Array, cuts: number[]): string 
   return out;
 }
 
-function streams(dir: string): Array<{ name: string; events: Array<{ event?: string; data: unknown }>; options?: StreamOptions }> {
+function streams<T = { events: Array<{ event?: string; data: unknown }>; options?: StreamOptions }>(dir: string): Array<{ name: string } & T> {
   const path = join(import.meta.dirname, '..', 'workers', 'providers', dir, 'golden');
   return readdirSync(path)
     .filter((name) => name.startsWith('stream-'))
-    .map((name) => ({ name, ...(JSON.parse(readFileSync(join(path, name), 'utf8')) as { events: Array<{ event?: string; data: unknown }>; options?: StreamOptions }) }));
+    .map((name) => ({ name, ...(JSON.parse(readFileSync(join(path, name), 'utf8')) as T) }));
+}
+
+const codec = new EventStreamCodec(toUtf8, fromUtf8);
+
+/** A golden Bedrock stream as the bytes Bedrock sends: one event-stream frame per message. */
+function eventStreamBytes(messages: Array<{ messageType?: string; name: string; payload: unknown }>): Uint8Array {
+  const frames = messages.map(({ messageType = 'event', name, payload }) => {
+    const str = (value: string) => ({ type: 'string' as const, value });
+    if (messageType === 'error') return codec.encode({ headers: { ':message-type': str('error'), ':error-code': str(name), ':error-message': str(String(payload)) }, body: new Uint8Array(0) });
+    const nameHeader = messageType === 'exception' ? ':exception-type' : ':event-type';
+    return codec.encode({ headers: { ':message-type': str(messageType), [nameHeader]: str(name), ':content-type': str('application/json') }, body: fromUtf8(JSON.stringify(payload)) });
+  });
+  return Uint8Array.from(frames.flatMap((f) => [...f]));
 }
 
 const cutsArb = fc.array(fc.nat(), { maxLength: 40 });
@@ -69,6 +91,15 @@ describe('any split of a provider stream gives the client the same stream', () =
       const fresh = () => messagesRelay(new MessagesStreamTranslator(golden.options as StreamOptions));
       const whole = relayed(fresh(), bytes, []);
       fc.assert(fc.property(cutsArb, (cuts) => relayed(fresh(), bytes, cuts) === whole), { numRuns: 200 });
+    });
+  }
+  for (const golden of streams<{ messages: Array<{ messageType?: string; name: string; payload: unknown }>; options: ConverseStreamOptions }>('bedrock')) {
+    it(`bedrock ${golden.name} (AWS event stream)`, () => {
+      const bytes = eventStreamBytes(golden.messages);
+      const fresh = () => converseRelay(new ConverseStreamTranslator(golden.options));
+      const whole = relayed(fresh(), bytes, [], new EventStreamParser(1 << 20));
+      expect(whole).toMatch(/\[DONE\]|failed: /);
+      fc.assert(fc.property(cutsArb, (cuts) => relayed(fresh(), bytes, cuts, new EventStreamParser(1 << 20)) === whole), { numRuns: 200 });
     });
   }
   for (const golden of streams('azure')) {
@@ -156,6 +187,20 @@ describe('any valid chat request maps to a Messages request Anthropic takes', ()
         const problem = requestProblem(request);
         if (problem !== null) throw new Error(`${problem}\n${JSON.stringify(request)}`);
         expect(JSON.stringify(request)).not.toMatch(/"type":"text","text":"\s*"/);
+      }),
+      { numRuns: 500 },
+    );
+  });
+});
+
+describe('any valid chat request maps to a Converse request Bedrock takes', () => {
+  it("the fake's request check (Converse's rules) finds nothing, and no blank text block is sent (drop_params: what Converse cannot honour is dropped)", () => {
+    fc.assert(
+      fc.property(chatRequest, (body) => {
+        const request = toConverseRequest(body, { dropParams: true });
+        const problem = converseProblem(request);
+        if (problem !== null) throw new Error(`${problem}\n${JSON.stringify(request)}`);
+        expect(JSON.stringify(request)).not.toMatch(/"text":"\s*"/);
       }),
       { numRuns: 500 },
     );

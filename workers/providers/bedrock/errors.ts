@@ -55,5 +55,6 @@ export function streamExceptionFailure(name: string, text: string): AttemptFailu
   }
   const json = tryParse(text);
   const said = isRecord(json) ? (stringOr(json.message) ?? stringOr(json.Message) ?? '') : text;
-  return new AttemptFailure('transient', 'upstream_error', `the provider stream reported an error (${name})`, status, [], null, 0, redactKeys(`${name}: ${said}`));
+  const named = /^[A-Za-z][A-Za-z0-9]{0,63}$/.test(name) ? name : 'exception';
+  return new AttemptFailure('transient', 'upstream_error', `the provider stream reported an error (${named})`, status, [], null, 0, `${named}: ${redactKeys(said)}`);
 }

@@ -20,7 +20,8 @@
  *   `{auto}` / `{any}` / `{tool: {name}}`; `none` → no `toolConfig` at all
  *   (Converse has no `none`), which Converse refuses once the conversation
  *   holds tool blocks, so there it is refused (or, with `drop_params`,
- *   sent as `auto`);
+ *   sent as `auto`); a conversation with tool calls but no `tools` (which
+ *   Converse refuses) declares the tools it used, with an open schema;
  * - `response_format` `json_schema` / `json_object`: a forced tool whose
  *   input is the answer, as for Anthropic (Converse has no JSON mode);
  * - an OpenAI parameter Converse cannot honour (`n` > 1, `logit_bias`,
@@ -52,7 +53,7 @@ export function toConverseRequest(body: Readonly<Record<string, unknown>>, optio
   refuseUnhonoured(body, 'bedrock', refuse);
   if (body.parallel_tool_calls === false) refuse('parallel_tool_calls', 'Converse cannot keep a model to one tool call');
 
-  const { system, turns, toolBlocks } = conversation(body.messages, refuse);
+  const { system, turns, toolBlocks, toolNames } = conversation(body.messages, refuse);
   const out: Record<string, unknown> = { messages: turns };
   if (system.length > 0) out.system = system;
   const inference = inferenceConfig(body);
@@ -65,6 +66,8 @@ export function toConverseRequest(body: Readonly<Record<string, unknown>>, optio
     const choice = toolChoice(body.tool_choice, toolBlocks, refuse);
     if (choice !== NONE) out.toolConfig = choice === null ? { tools } : { tools, toolChoice: choice };
   }
+  // Converse refuses tool blocks without a toolConfig: the tools the conversation used are declared, with an open schema.
+  if (toolBlocks && out.toolConfig === undefined) out.toolConfig = { tools: [...toolNames].map((name) => ({ toolSpec: { name, inputSchema: { json: { type: 'object' } } } })) };
   return out;
 }
 
@@ -79,9 +82,10 @@ function inferenceConfig(body: Readonly<Record<string, unknown>>): Block | null 
   return Object.keys(config).length > 0 ? config : null;
 }
 
-function conversation(messages: unknown, refuse: Refuse): { system: Block[]; turns: Turn[]; toolBlocks: boolean } {
+function conversation(messages: unknown, refuse: Refuse): { system: Block[]; turns: Turn[]; toolBlocks: boolean; toolNames: Set<string> } {
   const system: Block[] = [];
   const turns: Turn[] = [];
+  const toolNames = new Set<string>();
   let toolBlocks = false;
   const push = (role: Turn['role'], blocks: Block[]) => {
     if (blocks.length === 0) return;
@@ -102,6 +106,7 @@ function conversation(messages: unknown, refuse: Refuse): { system: Block[]; tur
         break;
       case 'assistant': {
         const uses = toolUses(message.tool_calls, at);
+        for (const use of uses) toolNames.add((use.toolUse as { name: string }).name);
         toolBlocks ||= uses.length > 0;
         push('assistant', [...contentBlocks(message.content, `${at}.content`, false, refuse), ...uses]);
         break;
@@ -115,7 +120,7 @@ function conversation(messages: unknown, refuse: Refuse): { system: Block[]; tur
         refuse(`${at}.role`, `role "${String(message.role)}" has no equivalent`);
     }
   });
-  return { system, turns, toolBlocks };
+  return { system, turns, toolBlocks, toolNames };
 }
 
 /** Text (and, in user turns, image) blocks of a message's content; blank text is left out. */
