@@ -13,7 +13,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { EventStreamCodec } from '@smithy/eventstream-codec';
 import { fromUtf8, toUtf8 } from '@smithy/util-utf8';
 import { requestProblem } from './support/anthropic-upstream.js';
@@ -26,8 +26,8 @@ import { messagesRelay } from '../workers/providers/anthropic/index.js';
 import { toMessagesRequest } from '../workers/providers/anthropic/request.js';
 import { MessagesStreamTranslator, type StreamOptions } from '../workers/providers/anthropic/stream.js';
 import { AzureRelay } from '../workers/providers/azure/index.js';
-import { converseRelay } from '../workers/providers/bedrock/adapter.js';
-import { EventStreamParser } from '../workers/providers/bedrock/aws.js';
+import { converseRelay } from '../workers/providers/bedrock/index.js';
+import { EventStreamParser, loadAwsLibraries, type AwsLibraries } from '../workers/providers/bedrock/aws.js';
 import { toConverseRequest } from '../workers/providers/bedrock/request.js';
 import { ConverseStreamTranslator, type StreamOptions as ConverseStreamOptions } from '../workers/providers/bedrock/stream.js';
 
@@ -84,6 +84,12 @@ function eventStreamBytes(messages: Array<{ messageType?: string; name: string; 
 
 const cutsArb = fc.array(fc.nat(), { maxLength: 40 });
 
+/** The event-stream decoder (the codec's, loaded as the adapter loads it). */
+let decode: AwsLibraries['decode'];
+beforeAll(async () => {
+  ({ decode } = await loadAwsLibraries());
+});
+
 describe('any split of a provider stream gives the client the same stream', () => {
   for (const golden of streams('anthropic')) {
     it(`anthropic ${golden.name}`, () => {
@@ -97,9 +103,9 @@ describe('any split of a provider stream gives the client the same stream', () =
     it(`bedrock ${golden.name} (AWS event stream)`, () => {
       const bytes = eventStreamBytes(golden.messages);
       const fresh = () => converseRelay(new ConverseStreamTranslator(golden.options));
-      const whole = relayed(fresh(), bytes, [], new EventStreamParser(1 << 20));
+      const whole = relayed(fresh(), bytes, [], new EventStreamParser(decode, 1 << 20));
       expect(whole).toMatch(/\[DONE\]|failed: /);
-      fc.assert(fc.property(cutsArb, (cuts) => relayed(fresh(), bytes, cuts, new EventStreamParser(1 << 20)) === whole), { numRuns: 200 });
+      fc.assert(fc.property(cutsArb, (cuts) => relayed(fresh(), bytes, cuts, new EventStreamParser(decode, 1 << 20)) === whole), { numRuns: 200 });
     });
   }
   for (const golden of streams('azure')) {

@@ -47,8 +47,10 @@ export async function bundle(dir) {
     ...common,
     entryPoints: [join(dir, 'src/main.js')],
     outfile: join(dir, 'server.js'),
-    // The native addon loads from node_modules at run time.
-    external: ['uWebSockets.js'],
+    // The native addon loads from node_modules at run time; so do the AWS packages, which only an
+    // inline session's first bedrock call imports (workers/providers/bedrock/aws.ts, import()):
+    // bundled, their 0.4 MB would be read and parsed at every start.
+    external: ['uWebSockets.js', '@smithy/*'],
     plugins: [piscinaHome],
   });
 

@@ -6,40 +6,63 @@
  *   `@smithy/hash-node` (what the SDK itself signs with on Node), one signer
  *   per credentials object, so its signing-key cache is reused;
  * - the AWS event stream of ConverseStream: each message's prelude, headers
- *   and both CRCs are read by `@smithy/eventstream-codec`. What is left to
- *   this file is cutting the byte stream at message boundaries (the first
- *   four bytes of a message are its total length), in a push parser the
- *   transport calls per chunk, so the relay keeps its flow control: the
- *   SDK's own splitter (getChunkedStream) pulls from an async iterator and
- *   allocates whatever length a prelude declares. Here at most one
- *   unfinished message is held, and one longer than the cap fails the
- *   stream before anything is allocated for it.
- * Loaded on a bedrock deployment's first call (index.ts), so other workers'
- * start costs nothing for it.
+ *   and both CRCs are read by `@smithy/eventstream-codec` (with
+ *   `@smithy/util-utf8`). What is left to this file is cutting the byte
+ *   stream at message boundaries (the first four bytes of a message are its
+ *   total length), in a push parser the transport calls per chunk, so the
+ *   relay keeps its flow control: the SDK's own splitter (getChunkedStream)
+ *   pulls from an async iterator and allocates whatever length a prelude
+ *   declares. Here at most one unfinished message is held, and one longer
+ *   than the cap fails the stream before anything is allocated for it.
+ * The packages are imported on a bedrock deployment's first call
+ * (`loadAwsLibraries`), so a worker, or an inline front, that serves none
+ * never loads them (test/module-graph.test.ts).
  */
-import { EventStreamCodec } from '@smithy/eventstream-codec';
-import { Hash } from '@smithy/hash-node';
-import { SignatureV4 } from '@smithy/signature-v4';
-import { fromUtf8, toUtf8 } from '@smithy/util-utf8';
-import type { Credentials, Upstream } from '../../../protocol/config.js';
-import { settingsOf } from '../../../protocol/config.js';
+import type { EventStreamCodec } from '@smithy/eventstream-codec';
+import type { SignatureV4 } from '@smithy/signature-v4';
+import type { Credentials } from '../../../protocol/config.js';
 import { GatewayError } from '../../../protocol/errors.js';
-import type { StreamFraming } from '../http-attempt.js';
 import type { StreamMessage } from './stream.js';
 
 /** The SigV4 service name of Bedrock's runtime endpoint. */
 const SERVICE = 'bedrock';
 
-const signers = new WeakMap<Credentials, SignatureV4>();
+type AwsCredentials = Extract<Credentials, { kind: 'aws' }>;
 
-function signerFor(credentials: Extract<Credentials, { kind: 'aws' }>, region: string): SignatureV4 {
-  let signer = signers.get(credentials);
-  if (signer === undefined) {
-    const identity = { accessKeyId: credentials.accessKeyId, secretAccessKey: credentials.secretAccessKey, ...(credentials.sessionToken === null ? {} : { sessionToken: credentials.sessionToken }) };
-    signer = new SignatureV4({ credentials: identity, region, service: SERVICE, sha256: Hash.bind(null, 'sha256'), uriEscapePath: true });
-    signers.set(credentials, signer);
-  }
-  return signer;
+/** What the AWS packages give the adapter, once imported. */
+export interface AwsLibraries {
+  /** The signer of a credentials object (one each, so its signing-key cache is reused). */
+  signer(credentials: AwsCredentials, region: string): SignatureV4;
+  /** One whole event-stream message, its CRCs checked, as the translator reads it. */
+  decode(bytes: Uint8Array): StreamMessage;
+}
+
+/**
+ * A CommonJS package's exports, however it was imported: Node gives them by name (and whole as
+ * `default`), a chunk esbuild split off for import() only as `default`.
+ */
+const exportsOf = <T extends object>(module: T): T => (module as { default?: T }).default ?? module;
+
+export async function loadAwsLibraries(): Promise<AwsLibraries> {
+  const [codecPackage, hashPackage, signerPackage, utf8Package] = await Promise.all([import('@smithy/eventstream-codec'), import('@smithy/hash-node'), import('@smithy/signature-v4'), import('@smithy/util-utf8')]);
+  const { EventStreamCodec } = exportsOf(codecPackage);
+  const { Hash } = exportsOf(hashPackage);
+  const { SignatureV4 } = exportsOf(signerPackage);
+  const { fromUtf8, toUtf8 } = exportsOf(utf8Package);
+  const signers = new WeakMap<Credentials, SignatureV4>();
+  const codec = new EventStreamCodec(toUtf8, fromUtf8);
+  return {
+    signer(credentials, region) {
+      let signer = signers.get(credentials);
+      if (signer === undefined) {
+        const identity = { accessKeyId: credentials.accessKeyId, secretAccessKey: credentials.secretAccessKey, ...(credentials.sessionToken === null ? {} : { sessionToken: credentials.sessionToken }) };
+        signer = new SignatureV4({ credentials: identity, region, service: SERVICE, sha256: Hash.bind(null, 'sha256'), uriEscapePath: true });
+        signers.set(credentials, signer);
+      }
+      return signer;
+    },
+    decode: (bytes) => decode(codec, toUtf8, bytes),
+  };
 }
 
 const bases = new Map<string, URL>();
@@ -54,26 +77,21 @@ function baseOf(apiBase: string): URL {
 }
 
 /**
- * Adds a call's credentials to `headers`: a Bedrock API key as `Authorization: Bearer`, or a SigV4
- * signature of the request as it will be sent (method, `api_base` path + `path`, `query`, every
- * header given, the body). `host` is added, and signed, for SigV4.
+ * Signs a request as it will be sent (method, `api_base` path + `path`, `query`, every header
+ * given, the body) with SigV4 and adds the signature's headers to `headers`; `host` is added, and
+ * signed, too.
  */
-export async function authorize(
-  upstream: Pick<Upstream, 'apiBase' | 'credentials' | 'settings'>,
+export async function sign(
+  libraries: AwsLibraries,
+  credentials: AwsCredentials,
+  region: string,
+  apiBase: string,
   request: { readonly method: 'GET' | 'POST'; readonly path: string; readonly query: Readonly<Record<string, string>>; readonly body: string | null },
   headers: Record<string, string>,
-  signingDate?: Date,
 ): Promise<void> {
-  const { credentials } = upstream;
-  if (credentials.kind === 'key') {
-    headers.authorization = `Bearer ${credentials.key}`;
-    return;
-  }
-  if (credentials.kind !== 'aws' || upstream.apiBase === null) return;
-  const region = settingsOf(upstream, 'bedrock').region;
-  const base = baseOf(upstream.apiBase);
+  const base = baseOf(apiBase);
   headers.host = base.host;
-  const signed = await signerFor(credentials, region).sign(
+  const signed = await libraries.signer(credentials, region).sign(
     {
       method: request.method,
       protocol: base.protocol,
@@ -84,18 +102,10 @@ export async function authorize(
       headers: { ...headers },
       ...(request.body === null ? {} : { body: request.body }),
     },
-    { signingRegion: region, signingService: SERVICE, ...(signingDate === undefined ? {} : { signingDate }) },
+    { signingRegion: region, signingService: SERVICE },
   );
   Object.assign(headers, signed.headers);
 }
-
-const codec = new EventStreamCodec(toUtf8, fromUtf8);
-
-/** Bedrock's stream framing (`application/vnd.amazon.eventstream`) for the shared transport. */
-export const EVENT_STREAM: StreamFraming<readonly StreamMessage[]> = {
-  contentType: 'application/vnd.amazon.eventstream',
-  parser: (maxMessageBytes) => new EventStreamParser(maxMessageBytes),
-};
 
 /** The least a message can be: prelude (8), prelude CRC (4), message CRC (4). */
 const MIN_MESSAGE_BYTES = 16;
@@ -103,6 +113,7 @@ const NONE: readonly StreamMessage[] = [];
 
 /** Whole event-stream messages out of the chunks as they come, decoded by the codec. */
 export class EventStreamParser {
+  readonly #decode: (bytes: Uint8Array) => StreamMessage;
   readonly #max: number;
   /** The message under way, allocated at its declared length, and how much of it has come. */
   #partial: Uint8Array | null = null;
@@ -110,7 +121,8 @@ export class EventStreamParser {
   /** Up to three bytes of a prelude cut by a chunk's end. */
   #carry: Uint8Array | null = null;
 
-  constructor(maxMessageBytes: number) {
+  constructor(decode: (bytes: Uint8Array) => StreamMessage, maxMessageBytes: number) {
+    this.#decode = decode;
     this.#max = maxMessageBytes;
   }
 
@@ -132,7 +144,7 @@ export class EventStreamParser {
       offset = take;
       if (this.#filled < partial.length) return NONE;
       this.#partial = null;
-      out = [decode(partial)];
+      out = [this.#decode(partial)];
     }
     while (bytes.length - offset >= 4) {
       const length = ((bytes[offset] as number) * 0x1000000) + (((bytes[offset + 1] as number) << 16) | ((bytes[offset + 2] as number) << 8) | (bytes[offset + 3] as number));
@@ -144,7 +156,7 @@ export class EventStreamParser {
         this.#filled = bytes.length - offset;
         return out ?? NONE;
       }
-      (out ??= []).push(decode(bytes.subarray(offset, offset + length)));
+      (out ??= []).push(this.#decode(bytes.subarray(offset, offset + length)));
       offset += length;
     }
     if (offset < bytes.length) this.#carry = bytes.slice(offset);
@@ -159,7 +171,7 @@ export class EventStreamParser {
 }
 
 /** One message (its CRCs checked by the codec) as the translator reads it. */
-function decode(bytes: Uint8Array): StreamMessage {
+function decode(codec: EventStreamCodec, toUtf8: (bytes: Uint8Array) => string, bytes: Uint8Array): StreamMessage {
   let message;
   try {
     message = codec.decode(bytes);

@@ -7,11 +7,11 @@
 import { join } from 'node:path';
 import { EventStreamCodec } from '@smithy/eventstream-codec';
 import { fromUtf8, toUtf8 } from '@smithy/util-utf8';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { GatewayError } from '../../../protocol/errors.js';
 import { AttemptFailure } from '../../routing/failure.js';
 import { goldenFiles, sseData } from '../golden.js';
-import { EventStreamParser } from './aws.js';
+import { EventStreamParser, loadAwsLibraries, type AwsLibraries } from './aws.js';
 import { BATCH_SIZE, embeddingFamily, embeddingRequest, embeddingTexts, embeddingVectors, type EmbeddingFamily } from './embeddings.js';
 import { bedrockError, errorTypeOf } from './errors.js';
 import { toConverseRequest, type RequestOptions } from './request.js';
@@ -19,6 +19,12 @@ import { toChatCompletion, type ResponseOptions } from './response.js';
 import { ConverseStreamTranslator, type StreamMessage, type StreamOptions } from './stream.js';
 
 const DIR = join(import.meta.dirname, 'golden');
+
+/** The event-stream decoder (the codec's, loaded as the adapter loads it). */
+let decode: AwsLibraries['decode'];
+beforeAll(async () => {
+  ({ decode } = await loadAwsLibraries());
+});
 
 describe('chat request → Converse request (golden files)', () => {
   for (const golden of goldenFiles<{ about: string; options: RequestOptions; chat?: Record<string, unknown>; cases?: Array<Record<string, unknown>>; bedrock: unknown }>(DIR, 'request-')) {
@@ -137,13 +143,13 @@ describe('the event-stream framing (EventStreamParser over frames the codec enco
 
   it('gives each whole message once, whatever the chunking: byte by byte, and several in one chunk', () => {
     const bytes = join([frame('messageStart', { role: 'assistant' }), frame('contentBlockDelta', { delta: { text: 'héllo' } }), frame('messageStop', { stopReason: 'end_turn' })]);
-    const all = new EventStreamParser(1 << 20).push(bytes);
+    const all = new EventStreamParser(decode, 1 << 20).push(bytes);
     expect(all.map((m) => [m.messageType, m.name, JSON.parse(m.payload) as unknown])).toEqual([
       ['event', 'messageStart', { role: 'assistant' }],
       ['event', 'contentBlockDelta', { delta: { text: 'héllo' } }],
       ['event', 'messageStop', { stopReason: 'end_turn' }],
     ]);
-    const parser = new EventStreamParser(1 << 20);
+    const parser = new EventStreamParser(decode, 1 << 20);
     const one: StreamMessage[] = [];
     for (let i = 0; i < bytes.length; i++) one.push(...parser.push(bytes.subarray(i, i + 1)));
     expect(one).toEqual(all);
@@ -153,7 +159,7 @@ describe('the event-stream framing (EventStreamParser over frames the codec enco
   it('exception and error frames carry their names; the payload of an error frame is its :error-message', () => {
     const exception = codec.encode({ headers: { ':message-type': { type: 'string', value: 'exception' }, ':exception-type': { type: 'string', value: 'throttlingException' } }, body: fromUtf8('{"message":"slow down"}') });
     const error = codec.encode({ headers: { ':message-type': { type: 'string', value: 'error' }, ':error-code': { type: 'string', value: 'InternalFailure' }, ':error-message': { type: 'string', value: 'boom' } }, body: new Uint8Array(0) });
-    expect(new EventStreamParser(1 << 20).push(join([exception, error]))).toEqual([
+    expect(new EventStreamParser(decode, 1 << 20).push(join([exception, error]))).toEqual([
       { messageType: 'exception', name: 'throttlingException', payload: '{"message":"slow down"}' },
       { messageType: 'error', name: 'InternalFailure', payload: 'boom' },
     ]);
@@ -163,13 +169,13 @@ describe('the event-stream framing (EventStreamParser over frames the codec enco
     const good = frame('messageStart', { role: 'assistant' });
     const bad = good.slice();
     bad[bad.length - 6] = (bad[bad.length - 6] as number) ^ 0xff;
-    expect(() => new EventStreamParser(1 << 20).push(bad)).toThrow(expect.objectContaining({ code: 'upstream_invalid_response' }));
+    expect(() => new EventStreamParser(decode, 1 << 20).push(bad)).toThrow(expect.objectContaining({ code: 'upstream_invalid_response' }));
     const huge = new Uint8Array([0x7f, 0xff, 0xff, 0xff, 0, 0, 0, 0]);
-    expect(() => new EventStreamParser(1 << 20).push(huge)).toThrow(expect.objectContaining({ code: 'upstream_response_too_large' }));
-    const cut = new EventStreamParser(1 << 20);
+    expect(() => new EventStreamParser(decode, 1 << 20).push(huge)).toThrow(expect.objectContaining({ code: 'upstream_response_too_large' }));
+    const cut = new EventStreamParser(decode, 1 << 20);
     expect(cut.push(good.subarray(0, good.length - 1))).toEqual([]);
     expect(() => cut.finish()).toThrow(expect.objectContaining({ code: 'upstream_reset' }));
-    const prelude = new EventStreamParser(1 << 20);
+    const prelude = new EventStreamParser(decode, 1 << 20);
     prelude.push(good.subarray(0, 2));
     expect(() => prelude.finish()).toThrow(expect.objectContaining({ code: 'upstream_reset' }));
   });
