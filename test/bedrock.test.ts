@@ -122,6 +122,9 @@ describe('bedrock: chat both ways', () => {
     const [sent] = bedrock.converse();
     expect(String(sent!.headers.authorization)).toContain(`Credential=${AWS_SESSION_KEYS.accessKeyId}/`);
     expect(sent!.headers['x-amz-security-token']).toBe(AWS_SESSION_KEYS.sessionToken);
+    // Status says where the credentials come from, never what they are.
+    const status = (await (await gw.fetch('/status/models/claude-env')).json()) as Record<string, unknown>;
+    expect(status).toMatchObject({ provider: 'bedrock', credentials: 'present', credentials_source: 'AWS_ACCESS_KEY_ID', api_base: bedrock.url });
   });
 
   it('a Bedrock API key (api_key) goes as Authorization: Bearer, no signature', async () => {
