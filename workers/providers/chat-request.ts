@@ -1,9 +1,12 @@
 /**
  * What every translating adapter reads the same way out of a chat
- * completions request (CONTRACT.md, Native providers, Request): the OpenAI
- * parameters no translated provider can honour (400 `unsupported_parameter`,
- * or dropped with `drop_params`), the stop list, the token limit, tool-call
- * arguments and data URLs. The providers' own shapes stay in their folders.
+ * completions request (CONTRACT.md, Native providers, Request): the
+ * conversation as turns of blocks (system and developer messages apart,
+ * consecutive turns of one role merged, so tool results form the next user
+ * turn; no blank text block), the OpenAI parameters no translated provider
+ * can honour (400 `unsupported_parameter`, or dropped with `drop_params`),
+ * the stop list, the token limit, tool-call arguments and data URLs. The
+ * providers' own block shapes are theirs (a BlockMaker).
  */
 import { GatewayError } from '../../protocol/errors.js';
 import { isRecord } from './compatible.js';
@@ -69,7 +72,7 @@ export const isBlank = (text: string): boolean => text.trim().length === 0;
 export const DATA_URL = /^data:([^;,]+);base64,(.*)$/s;
 
 /** Arguments are a JSON string in OpenAI's format and an object in the providers'; an empty string is no arguments. */
-export function toolArguments(args: unknown, at: string): Record<string, unknown> {
+function toolArguments(args: unknown, at: string): Record<string, unknown> {
   if (args === undefined || args === null || args === '') return {};
   let input: unknown = args;
   if (typeof args === 'string') {
@@ -81,15 +84,6 @@ export function toolArguments(args: unknown, at: string): Record<string, unknown
   }
   if (!isRecord(input)) throw new GatewayError('invalid_request', `${at}: must be a JSON object`);
   return input;
-}
-
-/** An assistant's tool call, checked: its id, function name and raw arguments. */
-export function toolCallOf(call: unknown, at: string): { id: string; name: string; arguments: unknown } {
-  const fn = isRecord(call) ? call.function : undefined;
-  if (!isRecord(call) || typeof call.id !== 'string' || !isRecord(fn) || typeof fn.name !== 'string') {
-    throw new GatewayError('invalid_request', `${at}: must have an id and a function with a name`);
-  }
-  return { id: call.id, name: fn.name, arguments: fn.arguments };
 }
 
 /** The schema a `response_format` asks the answer to match (`{"type":"object"}` for json_object); null for text or none. */
@@ -121,3 +115,113 @@ export function jsonModeOf(body: Readonly<Record<string, unknown>>): boolean {
 
 /** The caller asked for the usage chunk (`stream_options.include_usage`). */
 export const includesUsage = (body: Readonly<Record<string, unknown>>): boolean => isRecord(body.stream_options) && body.stream_options.include_usage === true;
+
+/** A provider's content blocks, made from what the conversation holds. */
+export interface BlockMaker<B> {
+  /** Text that is not blank. */
+  text(text: string): B;
+  /** An `image_url` part of a user message (null: refused and dropped). */
+  image(image: unknown, at: string): B | null;
+  /** An assistant's tool call, its arguments parsed. */
+  toolUse(call: { readonly id: string; readonly name: string; readonly input: Record<string, unknown> }): B;
+  /** A `tool` message's result (`content` as the caller sent it). */
+  toolResult(toolCallId: string, content: unknown, at: string): B;
+}
+
+export interface Turn<B> {
+  readonly role: 'user' | 'assistant';
+  readonly content: B[];
+}
+
+export interface Conversation<B> {
+  /** The system and developer messages' blocks, in order. */
+  readonly system: B[];
+  readonly turns: Array<Turn<B>>;
+  /** The names of the tools the conversation's assistant turns called. */
+  readonly toolNames: ReadonlySet<string>;
+  /** The conversation holds tool calls or tool results. */
+  readonly toolBlocks: boolean;
+}
+
+/**
+ * `messages` as turns of blocks: `system` and `developer` messages apart; user and assistant turns
+ * in order, consecutive turns of one role merged (so the `tool` results that follow an assistant
+ * turn are one user turn, before any user text that comes next); an assistant turn's text, then
+ * its tool calls; no blank text block, so an assistant turn of only tool calls has none.
+ */
+export function chatTurns<B>(messages: unknown, make: BlockMaker<B>, refuse: Refuse): Conversation<B> {
+  const system: B[] = [];
+  const turns: Array<Turn<B>> = [];
+  const toolNames = new Set<string>();
+  let toolBlocks = false;
+  const push = (role: Turn<B>['role'], blocks: B[]) => {
+    if (blocks.length === 0) return;
+    const last = turns[turns.length - 1];
+    if (last !== undefined && last.role === role) last.content.push(...blocks);
+    else turns.push({ role, content: blocks });
+  };
+  (messages as readonly unknown[]).forEach((message, i) => {
+    const at = `messages[${i}]`;
+    if (!isRecord(message)) throw new GatewayError('invalid_request', `${at}: must be an object`);
+    switch (message.role) {
+      case 'system':
+      case 'developer':
+        system.push(...contentBlocks(message.content, `${at}.content`, false, make, refuse));
+        break;
+      case 'user':
+        push('user', contentBlocks(message.content, `${at}.content`, true, make, refuse));
+        break;
+      case 'assistant': {
+        const uses = toolCalls(message.tool_calls, at);
+        for (const use of uses) toolNames.add(use.name);
+        toolBlocks ||= uses.length > 0;
+        push('assistant', [...contentBlocks(message.content, `${at}.content`, false, make, refuse), ...uses.map((use) => make.toolUse(use))]);
+        break;
+      }
+      case 'tool':
+        if (typeof message.tool_call_id !== 'string') throw new GatewayError('invalid_request', `${at}.tool_call_id: must be a string`);
+        toolBlocks = true;
+        push('user', [make.toolResult(message.tool_call_id, message.content, at)]);
+        break;
+      default:
+        // `function` (the deprecated form of `tool`) included.
+        refuse(`${at}.role`, `role "${String(message.role)}" has no equivalent`);
+    }
+  });
+  return { system, turns, toolNames, toolBlocks };
+}
+
+/** Text (and, where `images`, image) blocks of a message's content; blank text is left out. */
+export function contentBlocks<B>(content: unknown, at: string, images: boolean, make: BlockMaker<B>, refuse: Refuse): B[] {
+  if (content === null || content === undefined) return [];
+  if (typeof content === 'string') return isBlank(content) ? [] : [make.text(content)];
+  if (!Array.isArray(content)) throw new GatewayError('invalid_request', `${at}: must be a string or an array of content parts`);
+  const blocks: B[] = [];
+  content.forEach((part, j) => {
+    const where = `${at}[${j}]`;
+    if (!isRecord(part)) throw new GatewayError('invalid_request', `${where}: must be an object`);
+    // An assistant's refusal part was its text.
+    const text = part.type === 'text' ? part.text : part.type === 'refusal' ? part.refusal : undefined;
+    if (part.type === 'text' || part.type === 'refusal') {
+      if (typeof text === 'string' && !isBlank(text)) blocks.push(make.text(text));
+    } else if (part.type === 'image_url' && images) {
+      const image = make.image(part.image_url, `${where}.image_url`);
+      if (image !== null) blocks.push(image);
+    } else refuse(`${where}.type`, `content part "${String(part.type)}" has no equivalent here`);
+  });
+  return blocks;
+}
+
+/** An assistant's `tool_calls`, checked, their arguments parsed. */
+function toolCalls(calls: unknown, at: string): Array<{ id: string; name: string; input: Record<string, unknown> }> {
+  if (calls === undefined || calls === null) return [];
+  if (!Array.isArray(calls)) throw new GatewayError('invalid_request', `${at}.tool_calls: must be an array`);
+  return calls.map((call, j) => {
+    const where = `${at}.tool_calls[${j}]`;
+    const fn = isRecord(call) ? call.function : undefined;
+    if (!isRecord(call) || typeof call.id !== 'string' || !isRecord(fn) || typeof fn.name !== 'string') {
+      throw new GatewayError('invalid_request', `${where}: must have an id and a function with a name`);
+    }
+    return { id: call.id, name: fn.name, input: toolArguments(fn.arguments, `${where}.function.arguments`) };
+  });
+}

@@ -26,7 +26,7 @@
  */
 import { GatewayError } from '../../../protocol/errors.js';
 import { isRecord } from '../compatible.js';
-import { DATA_URL, JSON_TOOL, JSON_TOOL_DESCRIPTION, isBlank, jsonSchemaOf, maxTokensOf, refuseUnhonoured, refuser, stopSequences, toolArguments, toolCallOf, type Refuse } from '../chat-request.js';
+import { DATA_URL, JSON_TOOL, JSON_TOOL_DESCRIPTION, chatTurns, contentBlocks, isBlank, jsonSchemaOf, maxTokensOf, refuseUnhonoured, refuser, stopSequences, type BlockMaker, type Refuse } from '../chat-request.js';
 
 export { JSON_TOOL };
 
@@ -41,16 +41,12 @@ export interface RequestOptions {
 export const DEFAULT_MAX_TOKENS = 4096;
 
 type Block = Record<string, unknown>;
-interface Turn {
-  readonly role: 'user' | 'assistant';
-  readonly content: Block[];
-}
 
 export function toMessagesRequest(body: Readonly<Record<string, unknown>>, options: RequestOptions): Record<string, unknown> {
   const refuse = refuser(options.dropParams);
   refuseUnhonoured(body, 'anthropic', refuse);
 
-  const { system, turns } = conversation(body.messages, refuse);
+  const { system, turns } = chatTurns(body.messages, blockMaker(refuse), refuse);
   const out: Record<string, unknown> = { model: options.model, max_tokens: maxTokensOf(body) ?? DEFAULT_MAX_TOKENS };
   if (system.length > 0) out.system = system;
   out.messages = turns;
@@ -73,63 +69,6 @@ export function toMessagesRequest(body: Readonly<Record<string, unknown>>, optio
   return out;
 }
 
-function conversation(messages: unknown, refuse: Refuse): { system: Block[]; turns: Turn[] } {
-  const system: Block[] = [];
-  const turns: Turn[] = [];
-  const push = (role: Turn['role'], blocks: Block[]) => {
-    if (blocks.length === 0) return;
-    const last = turns[turns.length - 1];
-    if (last !== undefined && last.role === role) last.content.push(...blocks);
-    else turns.push({ role, content: blocks });
-  };
-  (messages as readonly unknown[]).forEach((message, i) => {
-    const at = `messages[${i}]`;
-    if (!isRecord(message)) throw new GatewayError('invalid_request', `${at}: must be an object`);
-    switch (message.role) {
-      case 'system':
-      case 'developer':
-        system.push(...contentBlocks(message.content, `${at}.content`, false, refuse));
-        break;
-      case 'user':
-        push('user', contentBlocks(message.content, `${at}.content`, true, refuse));
-        break;
-      case 'assistant':
-        push('assistant', [...contentBlocks(message.content, `${at}.content`, false, refuse), ...toolUses(message.tool_calls, at)]);
-        break;
-      case 'tool':
-        push('user', [toolResult(message, at, refuse)]);
-        break;
-      default:
-        // `function` (the deprecated form of `tool`) included.
-        refuse(`${at}.role`, `role "${String(message.role)}" has no equivalent`);
-    }
-  });
-  return { system, turns };
-}
-
-/** Text (and, in user turns, image) blocks of a message's content; blank text is left out. */
-function contentBlocks(content: unknown, at: string, images: boolean, refuse: Refuse): Block[] {
-  if (content === null || content === undefined) return [];
-  if (typeof content === 'string') return textBlock(content);
-  if (!Array.isArray(content)) throw new GatewayError('invalid_request', `${at}: must be a string or an array of content parts`);
-  const blocks: Block[] = [];
-  content.forEach((part, j) => {
-    const where = `${at}[${j}]`;
-    if (!isRecord(part)) throw new GatewayError('invalid_request', `${where}: must be an object`);
-    if (part.type === 'text') blocks.push(...textBlock(typeof part.text === 'string' ? part.text : ''));
-    // An assistant's refusal part was its text.
-    else if (part.type === 'refusal') blocks.push(...textBlock(typeof part.refusal === 'string' ? part.refusal : ''));
-    else if (part.type === 'image_url' && images) {
-      const image = imageBlock(part.image_url, `${where}.image_url`);
-      if (image !== null) blocks.push(image);
-    } else refuse(`${where}.type`, `content part "${String(part.type)}" has no equivalent here`);
-  });
-  return blocks;
-}
-
-/** Anthropic refuses text blocks that are empty or only whitespace. */
-const textBlock = (text: string): Block[] => (isBlank(text) ? [] : [{ type: 'text', text }]);
-
 function imageBlock(image: unknown, at: string): Block | null {
   const url = isRecord(image) ? image.url : undefined;
   if (typeof url !== 'string' || url.length === 0) throw new GatewayError('invalid_request', `${at}.url: must be a URL`);
@@ -139,22 +78,21 @@ function imageBlock(image: unknown, at: string): Block | null {
   throw new GatewayError('invalid_request', `${at}.url: must be an http(s) or base64 data URL`);
 }
 
-function toolUses(calls: unknown, at: string): Block[] {
-  if (calls === undefined || calls === null) return [];
-  if (!Array.isArray(calls)) throw new GatewayError('invalid_request', `${at}.tool_calls: must be an array`);
-  return calls.map((call, j) => {
-    const where = `${at}.tool_calls[${j}]`;
-    const { id, name, arguments: args } = toolCallOf(call, where);
-    return { type: 'tool_use', id, name, input: toolArguments(args, `${where}.function.arguments`) };
-  });
-}
-
-function toolResult(message: Record<string, unknown>, at: string, refuse: Refuse): Block {
-  if (typeof message.tool_call_id !== 'string') throw new GatewayError('invalid_request', `${at}.tool_call_id: must be a string`);
-  const block: Block = { type: 'tool_result', tool_use_id: message.tool_call_id };
-  const content = typeof message.content === 'string' ? (isBlank(message.content) ? null : message.content) : contentBlocks(message.content, `${at}.content`, false, refuse);
-  if (content !== null && content.length > 0) block.content = content;
-  return block;
+/** Anthropic's blocks; text is never blank here (chatTurns leaves blank text out, as Anthropic refuses it). */
+function blockMaker(refuse: Refuse): BlockMaker<Block> {
+  const make: BlockMaker<Block> = {
+    text: (text) => ({ type: 'text', text }),
+    image: (image, at) => imageBlock(image, at),
+    toolUse: ({ id, name, input }) => ({ type: 'tool_use', id, name, input }),
+    toolResult(toolCallId, content, at) {
+      // A string result as it is, parts as text blocks; none when blank.
+      const block: Block = { type: 'tool_result', tool_use_id: toolCallId };
+      const kept = typeof content === 'string' ? (isBlank(content) ? null : content) : contentBlocks(content, `${at}.content`, false, make, refuse);
+      if (kept !== null && kept.length > 0) block.content = kept;
+      return block;
+    },
+  };
+  return make;
 }
 
 function toolsOf(tools: unknown, refuse: Refuse): Block[] {

@@ -32,7 +32,7 @@
  */
 import { GatewayError } from '../../../protocol/errors.js';
 import { isRecord } from '../compatible.js';
-import { DATA_URL, JSON_TOOL, JSON_TOOL_DESCRIPTION, isBlank, jsonSchemaOf, maxTokensOf, refuseUnhonoured, refuser, stopSequences, toolArguments, toolCallOf, type Refuse } from '../chat-request.js';
+import { DATA_URL, JSON_TOOL, JSON_TOOL_DESCRIPTION, chatTurns, contentBlocks, jsonSchemaOf, maxTokensOf, refuseUnhonoured, refuser, stopSequences, type BlockMaker, type Refuse } from '../chat-request.js';
 
 export interface RequestOptions {
   /** `drop_params`: drop what would be refused. */
@@ -40,10 +40,6 @@ export interface RequestOptions {
 }
 
 type Block = Record<string, unknown>;
-interface Turn {
-  readonly role: 'user' | 'assistant';
-  readonly content: Block[];
-}
 
 /** Converse's image formats, by media type. */
 const IMAGE_FORMATS: Readonly<Record<string, string>> = { 'image/png': 'png', 'image/jpeg': 'jpeg', 'image/jpg': 'jpeg', 'image/gif': 'gif', 'image/webp': 'webp' };
@@ -53,7 +49,7 @@ export function toConverseRequest(body: Readonly<Record<string, unknown>>, optio
   refuseUnhonoured(body, 'bedrock', refuse);
   if (body.parallel_tool_calls === false) refuse('parallel_tool_calls', 'Converse cannot keep a model to one tool call');
 
-  const { system, turns, toolBlocks, toolNames } = conversation(body.messages, refuse);
+  const { system, turns, toolBlocks, toolNames } = chatTurns(body.messages, blockMaker(refuse), refuse);
   const out: Record<string, unknown> = { messages: turns };
   if (system.length > 0) out.system = system;
   const inference = inferenceConfig(body);
@@ -82,70 +78,6 @@ function inferenceConfig(body: Readonly<Record<string, unknown>>): Block | null 
   return Object.keys(config).length > 0 ? config : null;
 }
 
-function conversation(messages: unknown, refuse: Refuse): { system: Block[]; turns: Turn[]; toolBlocks: boolean; toolNames: Set<string> } {
-  const system: Block[] = [];
-  const turns: Turn[] = [];
-  const toolNames = new Set<string>();
-  let toolBlocks = false;
-  const push = (role: Turn['role'], blocks: Block[]) => {
-    if (blocks.length === 0) return;
-    const last = turns[turns.length - 1];
-    if (last !== undefined && last.role === role) last.content.push(...blocks);
-    else turns.push({ role, content: blocks });
-  };
-  (messages as readonly unknown[]).forEach((message, i) => {
-    const at = `messages[${i}]`;
-    if (!isRecord(message)) throw new GatewayError('invalid_request', `${at}: must be an object`);
-    switch (message.role) {
-      case 'system':
-      case 'developer':
-        system.push(...contentBlocks(message.content, `${at}.content`, false, refuse));
-        break;
-      case 'user':
-        push('user', contentBlocks(message.content, `${at}.content`, true, refuse));
-        break;
-      case 'assistant': {
-        const uses = toolUses(message.tool_calls, at);
-        for (const use of uses) toolNames.add((use.toolUse as { name: string }).name);
-        toolBlocks ||= uses.length > 0;
-        push('assistant', [...contentBlocks(message.content, `${at}.content`, false, refuse), ...uses]);
-        break;
-      }
-      case 'tool':
-        toolBlocks = true;
-        push('user', [toolResult(message, at, refuse)]);
-        break;
-      default:
-        // `function` (the deprecated form of `tool`) included.
-        refuse(`${at}.role`, `role "${String(message.role)}" has no equivalent`);
-    }
-  });
-  return { system, turns, toolBlocks, toolNames };
-}
-
-/** Text (and, in user turns, image) blocks of a message's content; blank text is left out. */
-function contentBlocks(content: unknown, at: string, images: boolean, refuse: Refuse): Block[] {
-  if (content === null || content === undefined) return [];
-  if (typeof content === 'string') return textBlock(content);
-  if (!Array.isArray(content)) throw new GatewayError('invalid_request', `${at}: must be a string or an array of content parts`);
-  const blocks: Block[] = [];
-  content.forEach((part, j) => {
-    const where = `${at}[${j}]`;
-    if (!isRecord(part)) throw new GatewayError('invalid_request', `${where}: must be an object`);
-    if (part.type === 'text') blocks.push(...textBlock(typeof part.text === 'string' ? part.text : ''));
-    // An assistant's refusal part was its text.
-    else if (part.type === 'refusal') blocks.push(...textBlock(typeof part.refusal === 'string' ? part.refusal : ''));
-    else if (part.type === 'image_url' && images) {
-      const image = imageBlock(part.image_url, `${where}.image_url`, refuse);
-      if (image !== null) blocks.push(image);
-    } else refuse(`${where}.type`, `content part "${String(part.type)}" has no equivalent here`);
-  });
-  return blocks;
-}
-
-/** Converse refuses text blocks that are empty or only whitespace. */
-const textBlock = (text: string): Block[] => (isBlank(text) ? [] : [{ text }]);
-
 /** A base64 data URL as an image block; Converse reads no URL (only bytes, or S3), so an http(s) one is refused. */
 function imageBlock(image: unknown, at: string, refuse: Refuse): Block | null {
   const url = isRecord(image) ? image.url : undefined;
@@ -163,20 +95,16 @@ function imageBlock(image: unknown, at: string, refuse: Refuse): Block | null {
   return { image: { format, source: { bytes: data[2] } } };
 }
 
-function toolUses(calls: unknown, at: string): Block[] {
-  if (calls === undefined || calls === null) return [];
-  if (!Array.isArray(calls)) throw new GatewayError('invalid_request', `${at}.tool_calls: must be an array`);
-  return calls.map((call, j) => {
-    const where = `${at}.tool_calls[${j}]`;
-    const { id, name, arguments: args } = toolCallOf(call, where);
-    return { toolUse: { toolUseId: id, name, input: toolArguments(args, `${where}.function.arguments`) } };
-  });
-}
-
-/** A `tool` message as a toolResult block: its text as text blocks (none when blank: Converse takes an empty content list, not a blank block). */
-function toolResult(message: Record<string, unknown>, at: string, refuse: Refuse): Block {
-  if (typeof message.tool_call_id !== 'string') throw new GatewayError('invalid_request', `${at}.tool_call_id: must be a string`);
-  return { toolResult: { toolUseId: message.tool_call_id, content: contentBlocks(message.content, `${at}.content`, false, refuse) } };
+/** Converse's blocks; text is never blank here (chatTurns leaves blank text out, as Converse refuses it). */
+function blockMaker(refuse: Refuse): BlockMaker<Block> {
+  const make: BlockMaker<Block> = {
+    text: (text) => ({ text }),
+    image: (image, at) => imageBlock(image, at, refuse),
+    toolUse: ({ id, name, input }) => ({ toolUse: { toolUseId: id, name, input } }),
+    // Its text as text blocks; none when blank: Converse takes an empty content list, not a blank block.
+    toolResult: (toolCallId, content, at) => ({ toolResult: { toolUseId: toolCallId, content: contentBlocks(content, `${at}.content`, false, make, refuse) } }),
+  };
+  return make;
 }
 
 function toolsOf(tools: unknown, refuse: Refuse): Block[] {
