@@ -225,3 +225,25 @@ function toolCalls(calls: unknown, at: string): Array<{ id: string; name: string
     return { id: call.id, name: fn.name, input: toolArguments(fn.arguments, `${where}.function.arguments`) };
   });
 }
+
+/** A function tool of `tools`: its name, description and parameters' schema (an empty object schema when it has none). */
+export interface FunctionTool {
+  readonly name: string;
+  readonly description: string | null;
+  readonly parameters: Record<string, unknown>;
+}
+
+/** The function tools of `tools`; any other kind is refused (or dropped with drop_params). */
+export function functionTools(tools: unknown, refuse: Refuse): FunctionTool[] {
+  if (!Array.isArray(tools)) return [];
+  const out: FunctionTool[] = [];
+  tools.forEach((tool, i) => {
+    const fn = isRecord(tool) ? tool.function : undefined;
+    if (!isRecord(tool) || tool.type !== 'function' || !isRecord(fn) || typeof fn.name !== 'string') {
+      refuse(`tools[${i}].type`, `only function tools have an equivalent`);
+      return;
+    }
+    out.push({ name: fn.name, description: typeof fn.description === 'string' ? fn.description : null, parameters: isRecord(fn.parameters) ? fn.parameters : { type: 'object', properties: {} } });
+  });
+  return out;
+}

@@ -26,7 +26,7 @@
  */
 import { GatewayError } from '../../../protocol/errors.js';
 import { isRecord } from '../compatible.js';
-import { DATA_URL, JSON_TOOL, JSON_TOOL_DESCRIPTION, chatTurns, contentBlocks, isBlank, jsonSchemaOf, maxTokensOf, refuseUnhonoured, refuser, stopSequences, type BlockMaker, type Refuse } from '../chat-request.js';
+import { DATA_URL, JSON_TOOL, JSON_TOOL_DESCRIPTION, chatTurns, contentBlocks, isBlank, jsonSchemaOf, maxTokensOf, refuseUnhonoured, refuser, stopSequences, functionTools, type BlockMaker, type Refuse } from '../chat-request.js';
 
 export { JSON_TOOL };
 
@@ -96,20 +96,7 @@ function blockMaker(refuse: Refuse): BlockMaker<Block> {
 }
 
 function toolsOf(tools: unknown, refuse: Refuse): Block[] {
-  if (!Array.isArray(tools)) return [];
-  const out: Block[] = [];
-  tools.forEach((tool, i) => {
-    const fn = isRecord(tool) ? tool.function : undefined;
-    if (!isRecord(tool) || tool.type !== 'function' || !isRecord(fn) || typeof fn.name !== 'string') {
-      refuse(`tools[${i}].type`, `only function tools have an equivalent`);
-      return;
-    }
-    const block: Block = { name: fn.name };
-    if (typeof fn.description === 'string') block.description = fn.description;
-    block.input_schema = isRecord(fn.parameters) ? fn.parameters : { type: 'object', properties: {} };
-    out.push(block);
-  });
-  return out;
+  return functionTools(tools, refuse).map(({ name, description, parameters }) => ({ name, ...(description === null ? {} : { description }), input_schema: parameters }));
 }
 
 function toolChoice(choice: unknown, serial: boolean): Block | null {

@@ -32,7 +32,7 @@
  */
 import { GatewayError } from '../../../protocol/errors.js';
 import { isRecord } from '../compatible.js';
-import { DATA_URL, JSON_TOOL, JSON_TOOL_DESCRIPTION, chatTurns, contentBlocks, jsonSchemaOf, maxTokensOf, refuseUnhonoured, refuser, stopSequences, type BlockMaker, type Refuse } from '../chat-request.js';
+import { DATA_URL, JSON_TOOL, JSON_TOOL_DESCRIPTION, chatTurns, contentBlocks, jsonSchemaOf, maxTokensOf, refuseUnhonoured, refuser, stopSequences, functionTools, type BlockMaker, type Refuse } from '../chat-request.js';
 
 export interface RequestOptions {
   /** `drop_params`: drop what would be refused. */
@@ -108,20 +108,7 @@ function blockMaker(refuse: Refuse): BlockMaker<Block> {
 }
 
 function toolsOf(tools: unknown, refuse: Refuse): Block[] {
-  if (!Array.isArray(tools)) return [];
-  const out: Block[] = [];
-  tools.forEach((tool, i) => {
-    const fn = isRecord(tool) ? tool.function : undefined;
-    if (!isRecord(tool) || tool.type !== 'function' || !isRecord(fn) || typeof fn.name !== 'string') {
-      refuse(`tools[${i}].type`, `only function tools have an equivalent`);
-      return;
-    }
-    const spec: Block = { name: fn.name };
-    if (typeof fn.description === 'string' && fn.description.length > 0) spec.description = fn.description;
-    spec.inputSchema = { json: isRecord(fn.parameters) ? fn.parameters : { type: 'object', properties: {} } };
-    out.push({ toolSpec: spec });
-  });
-  return out;
+  return functionTools(tools, refuse).map(({ name, description, parameters }) => ({ toolSpec: { name, ...(description ? { description } : {}), inputSchema: { json: parameters } } }));
 }
 
 /** `tool_choice: none`: no toolConfig. */
