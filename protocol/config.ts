@@ -4,7 +4,7 @@
  * reload. Provider keys are here because workers call providers; gateway
  * API keys are not (they never leave the front thread).
  */
-import type { ProviderName, ProviderSettings, ProviderSettingsMap } from './providers.js';
+import type { ProviderName, ProviderSettings } from './providers.js';
 
 /**
  * A route's provider credentials, resolved once at load (CONTRACT.md,
@@ -53,7 +53,7 @@ export interface Upstream {
   readonly apiBase: string | null;
   readonly credentials: Credentials;
   readonly timeouts: Timeouts;
-  /** The provider's own settings (protocol/providers.ts): read them with `settingsOf`. */
+  /** The provider's own settings (its workers/providers/<name>/config.ts): read them with `settingsOf`. */
   readonly settings: ProviderSettings;
   /** `drop_params`: an OpenAI parameter the provider cannot honour is dropped instead of refused with 400. */
   readonly dropParams: boolean;
@@ -61,9 +61,9 @@ export interface Upstream {
   readonly responsesApi: boolean;
 }
 
-/** An upstream's settings as its provider's own type (the loader made them for that provider). */
-export function settingsOf<P extends ProviderName>(upstream: { readonly settings: ProviderSettings }, _provider: P): ProviderSettingsMap[P] {
-  return upstream.settings as ProviderSettingsMap[P];
+/** An upstream's settings as its provider's own type: the loader made them with that provider's config. */
+export function settingsOf<Settings extends object>(upstream: { readonly settings: ProviderSettings }): Settings {
+  return upstream.settings as Settings;
 }
 
 /** One `model_list` entry: a deployment of its alias (CONTRACT.md, Routing for high volume). */

@@ -11,26 +11,10 @@ import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { parseConfig } from '../src/config/load.js';
 import { ROUTES } from '../src/front/routes.js';
+import { anchors, proseLines } from './support/markdown.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const readme = readFileSync(join(root, 'README.md'), 'utf8');
-
-/** The lines of `markdown` outside fenced code blocks, with their line numbers (1-based); fenced lines are null. */
-function proseLines(markdown: string): (string | null)[] {
-  let fence: string | null = null;
-  return markdown.split('\n').map((line) => {
-    const opening = /^\s*(`{3,}|~{3,})/.exec(line)?.[1];
-    if (fence === null && opening) {
-      fence = opening;
-      return null;
-    }
-    if (fence !== null) {
-      if (line.trim().startsWith(fence) && line.trim().replace(/[`~]/g, '') === '') fence = null;
-      return null;
-    }
-    return line;
-  });
-}
 
 /** The body of the first fenced block of `language` after the heading `heading` (e.g. `## Configuration`). */
 function firstBlockAfter(markdown: string, heading: string, language: string): string {
@@ -41,39 +25,6 @@ function firstBlockAfter(markdown: string, heading: string, language: string): s
   if (open < 0) throw new Error(`no \`\`\`${language} block after "${heading}"`);
   const close = lines.findIndex((line, i) => i > open && line.trim() === '```');
   return lines.slice(open + 1, close).join('\n');
-}
-
-/**
- * GitHub's anchor for a heading (github-slugger): the text as rendered, lower-cased, every
- * character but letters, digits, spaces, `-` and `_` dropped, spaces to `-`.
- */
-function slug(heading: string): string {
-  const text = heading
-    .replace(/!?\[([^\]]*)\]\([^)]*\)/g, '$1') // a link shows its text
-    .replace(/`/g, '')
-    .replace(/(\*\*|__|\*)/g, '');
-  return text
-    .toLowerCase()
-    .replace(/[^\p{L}\p{M}\p{N}\p{Pc} -]/gu, '')
-    .replace(/ /g, '-');
-}
-
-/** Every anchor a markdown file has: one per heading, a repeated one suffixed `-1`, `-2`, … as github-slugger does. */
-function anchors(markdown: string): Set<string> {
-  const occurrences = new Map<string, number>();
-  for (const line of proseLines(markdown)) {
-    const heading = line === null ? undefined : /^#{1,6}\s+(.*?)(?:\s+#+)?\s*$/.exec(line)?.[1];
-    if (heading === undefined) continue;
-    const base = slug(heading);
-    let anchor = base;
-    while (occurrences.has(anchor)) {
-      const n = (occurrences.get(base) ?? 0) + 1;
-      occurrences.set(base, n);
-      anchor = `${base}-${n}`;
-    }
-    occurrences.set(anchor, 0);
-  }
-  return new Set(occurrences.keys());
 }
 
 /** The link targets of a markdown file's prose (inline links and images; code spans and fenced blocks left out). */
@@ -138,9 +89,9 @@ describe("the README's config example", () => {
 describe("the README's Providers example", () => {
   it('loads with no warning and has a deployment of every network provider, and an alias across two', () => {
     const yaml = firstBlockAfter(readme, '## Providers', 'yaml');
-    const config = parseConfig(yaml, 'README.md', { OPENAI_API_KEY: 'sk-o', AZURE_API_KEY: 'az', ANTHROPIC_API_KEY: 'sk-ant', AWS_ACCESS_KEY_ID: 'AKIA', AWS_SECRET_ACCESS_KEY: 'aws-secret' });
+    const config = parseConfig(yaml, 'README.md', { OPENAI_API_KEY: 'sk-o', AZURE_API_KEY: 'az', ANTHROPIC_API_KEY: 'sk-ant', GEMINI_API_KEY: 'AIza-g', AWS_ACCESS_KEY_ID: 'AKIA', AWS_SECRET_ACCESS_KEY: 'aws-secret' });
     expect(config.warnings).toEqual([]);
-    expect(new Set(config.routing.aliases.map((route) => route.provider))).toEqual(new Set(['openai', 'azure', 'anthropic', 'bedrock', 'mock']));
+    expect(new Set(config.routing.aliases.map((route) => route.provider))).toEqual(new Set(['openai', 'azure', 'anthropic', 'gemini', 'bedrock', 'mock']));
     const chat = config.routing.aliases.filter((route) => route.alias === 'chat');
     expect(new Set(chat.map((route) => route.provider)).size).toBe(2);
     expect(config.routing.aliases.every((route) => route.credentials.kind !== 'missing')).toBe(true);

@@ -1,32 +1,38 @@
 /**
  * Properties of the translating adapters (issues 23 and 25, Tests):
- * - any split of a provider's stream into chunks (the SSE parser, or the
- *   AWS event-stream parser, then the adapter's relay) gives the client
- *   the same stream: the golden streams of workers/providers/anthropic/,
- *   azure/ and bedrock/ (encoded as event-stream frames), cut at random
- *   bytes;
- * - any valid chat request maps to a request the provider takes: the
- *   fakes' checks (test/support/anthropic-upstream.ts,
- *   bedrock-upstream.ts: the rules the official SDKs' fakes were proved
- *   with) find nothing to refuse.
+ * - any split of a provider's stream into chunks (the provider's parser,
+ *   then the adapter's relay) gives the client the same stream: the golden
+ *   streams of workers/providers/anthropic/, azure/, bedrock/ (encoded as
+ *   AWS event-stream frames) and gemini/ (Gemini's
+ *   with CRLF or LF, and with its error body after the events), cut at
+ *   random bytes;
+ * - any valid chat request maps to an Anthropic request that Anthropic
+ *   takes, and to a Gemini request that Gemini takes (or is refused by
+ *   name, and taken with drop_params): the fakes' checks
+ *   (test/support/anthropic-upstream.ts, gemini-upstream.ts: the rules the
+ *   official SDKs' fakes were proved with) find nothing to refuse.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { EventStreamCodec } from '@smithy/eventstream-codec';
-import { fromUtf8, toUtf8 } from '@smithy/util-utf8';
 import { requestProblem } from './support/anthropic-upstream.js';
-import { converseProblem } from './support/bedrock-upstream.js';
 import { joinPieces } from '../protocol/channel.js';
 import { SseParser } from '../workers/sse.js';
 import { sseText } from '../workers/providers/golden.js';
-import type { StreamRelay } from '../workers/providers/http-attempt.js';
-import { messagesRelay } from '../workers/providers/anthropic/index.js';
+import type { StreamParser, StreamRelay } from '../workers/providers/http-attempt.js';
+import { TranslatingRelay } from '../workers/providers/translating-relay.js';
 import { toMessagesRequest } from '../workers/providers/anthropic/request.js';
 import { MessagesStreamTranslator, type StreamOptions } from '../workers/providers/anthropic/stream.js';
 import { AzureRelay } from '../workers/providers/azure/index.js';
-import { converseRelay } from '../workers/providers/bedrock/index.js';
+import { toGenerateContentRequest } from '../workers/providers/gemini/request.js';
+import { GenerateContentStreamTranslator, type StreamOptions as GeminiStreamOptions } from '../workers/providers/gemini/stream.js';
+import { GeminiStreamParser } from '../workers/providers/gemini/stream-parser.js';
+import { GatewayError } from '../protocol/errors.js';
+import { requestProblem as geminiProblem, RATE_LIMITED } from './support/gemini-upstream.js';
+import { EventStreamCodec } from '@smithy/eventstream-codec';
+import { fromUtf8, toUtf8 } from '@smithy/util-utf8';
+import { converseProblem } from './support/bedrock-upstream.js';
 import { EventStreamParser, loadAwsLibraries, type AwsLibraries } from '../workers/providers/bedrock/aws.js';
 import { toConverseRequest } from '../workers/providers/bedrock/request.js';
 import { ConverseStreamTranslator, type StreamOptions as ConverseStreamOptions } from '../workers/providers/bedrock/stream.js';
@@ -34,11 +40,11 @@ import { ConverseStreamTranslator, type StreamOptions as ConverseStreamOptions }
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
-/** The bytes a relay gives for `bytes` cut at `cuts`, as http-attempt.ts drives it (SSE, or the framing's parser); then the failure's message when it failed. */
-function relayed<B>(relay: StreamRelay<B>, bytes: Uint8Array, cuts: number[], parser: { push(chunk: Uint8Array): B; finish(): B } = new SseParser(1 << 20) as unknown as { push(chunk: Uint8Array): B; finish(): B }): string {
+/** The bytes a relay gives for `bytes` cut at `cuts`, as http-attempt.ts drives it (with the provider's parser); then the failure's message when it failed. */
+function relayed(relay: StreamRelay, bytes: Uint8Array, cuts: number[], parser: StreamParser = new SseParser(1 << 20)): string {
   const points = [...new Set(cuts.map((c) => c % (bytes.length + 1)))].sort((a, b) => a - b);
   let out = '';
-  const take = (payload: ReturnType<StreamRelay<B>['batch']>) => {
+  const take = (payload: ReturnType<StreamRelay['batch']>) => {
     if (payload !== null) out += decoder.decode(payload instanceof Uint8Array ? payload : joinPieces(payload));
   };
   const failed = () => {
@@ -62,19 +68,27 @@ function relayed<B>(relay: StreamRelay<B>, bytes: Uint8Array, cuts: number[], pa
   return out;
 }
 
-function streams<T = { events: Array<{ event?: string; data: unknown }>; options?: StreamOptions }>(dir: string): Array<{ name: string } & T> {
+function streams(dir: string): Array<{ name: string; events: Array<{ event?: string; data: unknown }>; options?: StreamOptions & GeminiStreamOptions }> {
   const path = join(import.meta.dirname, '..', 'workers', 'providers', dir, 'golden');
   return readdirSync(path)
     .filter((name) => name.startsWith('stream-'))
-    .map((name) => ({ name, ...(JSON.parse(readFileSync(join(path, name), 'utf8')) as T) }));
+    .map((name) => ({ name, ...(JSON.parse(readFileSync(join(path, name), 'utf8')) as { events: Array<{ event?: string; data: unknown }>; options?: StreamOptions & GeminiStreamOptions }) }));
 }
+
+const cutsArb = fc.array(fc.nat(), { maxLength: 40 });
+
+/** The event-stream decoder (the codec's, loaded as the bedrock adapter loads it). */
+let decode: AwsLibraries['decode'];
+beforeAll(async () => {
+  ({ decode } = await loadAwsLibraries());
+});
 
 const codec = new EventStreamCodec(toUtf8, fromUtf8);
 
 /** A golden Bedrock stream as the bytes Bedrock sends: one event-stream frame per message. */
 function eventStreamBytes(messages: Array<{ messageType?: string; name: string; payload: unknown }>): Uint8Array {
+  const str = (value: string) => ({ type: 'string' as const, value });
   const frames = messages.map(({ messageType = 'event', name, payload }) => {
-    const str = (value: string) => ({ type: 'string' as const, value });
     if (messageType === 'error') return codec.encode({ headers: { ':message-type': str('error'), ':error-code': str(name), ':error-message': str(String(payload)) }, body: new Uint8Array(0) });
     const nameHeader = messageType === 'exception' ? ':exception-type' : ':event-type';
     return codec.encode({ headers: { ':message-type': str(messageType), [nameHeader]: str(name), ':content-type': str('application/json') }, body: fromUtf8(JSON.stringify(payload)) });
@@ -82,30 +96,20 @@ function eventStreamBytes(messages: Array<{ messageType?: string; name: string; 
   return Uint8Array.from(frames.flatMap((f) => [...f]));
 }
 
-const cutsArb = fc.array(fc.nat(), { maxLength: 40 });
-
-/** The event-stream decoder (the codec's, loaded as the adapter loads it). */
-let decode: AwsLibraries['decode'];
-beforeAll(async () => {
-  ({ decode } = await loadAwsLibraries());
-});
+function bedrockStreams(): Array<{ name: string; messages: Array<{ messageType?: string; name: string; payload: unknown }>; options: ConverseStreamOptions }> {
+  const path = join(import.meta.dirname, '..', 'workers', 'providers', 'bedrock', 'golden');
+  return readdirSync(path)
+    .filter((name) => name.startsWith('stream-'))
+    .map((name) => ({ name, ...(JSON.parse(readFileSync(join(path, name), 'utf8')) as { messages: Array<{ messageType?: string; name: string; payload: unknown }>; options: ConverseStreamOptions }) }));
+}
 
 describe('any split of a provider stream gives the client the same stream', () => {
   for (const golden of streams('anthropic')) {
     it(`anthropic ${golden.name}`, () => {
       const bytes = encoder.encode(sseText(golden.events));
-      const fresh = () => messagesRelay(new MessagesStreamTranslator(golden.options as StreamOptions));
+      const fresh = () => new TranslatingRelay(new MessagesStreamTranslator(golden.options as StreamOptions));
       const whole = relayed(fresh(), bytes, []);
       fc.assert(fc.property(cutsArb, (cuts) => relayed(fresh(), bytes, cuts) === whole), { numRuns: 200 });
-    });
-  }
-  for (const golden of streams<{ messages: Array<{ messageType?: string; name: string; payload: unknown }>; options: ConverseStreamOptions }>('bedrock')) {
-    it(`bedrock ${golden.name} (AWS event stream)`, () => {
-      const bytes = eventStreamBytes(golden.messages);
-      const fresh = () => converseRelay(new ConverseStreamTranslator(golden.options));
-      const whole = relayed(fresh(), bytes, [], new EventStreamParser(decode, 1 << 20));
-      expect(whole).toMatch(/\[DONE\]|failed: /);
-      fc.assert(fc.property(cutsArb, (cuts) => relayed(fresh(), bytes, cuts, new EventStreamParser(decode, 1 << 20)) === whole), { numRuns: 200 });
     });
   }
   for (const golden of streams('azure')) {
@@ -119,6 +123,32 @@ describe('any split of a provider stream gives the client the same stream', () =
         fc.property(cutsArb, fc.boolean(), (cuts, crlf) => relayed(fresh(), encoder.encode(crlf ? text.replaceAll('\n', '\r\n') : text), cuts) === whole),
         { numRuns: 200 },
       );
+    });
+  }
+  for (const golden of bedrockStreams()) {
+    it(`bedrock ${golden.name} (AWS event stream)`, () => {
+      const bytes = eventStreamBytes(golden.messages);
+      const run = (cuts: number[]) => relayed(new TranslatingRelay(new ConverseStreamTranslator(golden.options)), bytes, cuts, new EventStreamParser(decode, 1 << 20));
+      const whole = run([]);
+      expect(whole).toMatch(/\[DONE\]|failed: /);
+      fc.assert(fc.property(cutsArb, (cuts) => run(cuts) === whole), { numRuns: 200 });
+    });
+  }
+  for (const golden of streams('gemini')) {
+    it(`gemini ${golden.name}, CRLF or LF, with or without Gemini's error body after the events`, () => {
+      // Gemini's events are data only (CRLF line ends, as the service writes them); a failure mid-stream is a JSON body after them, outside the framing.
+      const text = golden.events.map((e) => `data: ${JSON.stringify(e)}\r\n\r\n`).join('');
+      const body = `${JSON.stringify({ error: RATE_LIMITED }, null, 2)}\n`;
+      const fresh = () => new TranslatingRelay(new GenerateContentStreamTranslator(golden.options as GeminiStreamOptions));
+      const run = (bytes: Uint8Array, cuts: number[]) => relayed(fresh(), bytes, cuts, new GeminiStreamParser(1 << 20));
+      for (const crlf of [true, false]) {
+        for (const broken of [false, true]) {
+          const bytes = encoder.encode((crlf ? text : text.replaceAll('\r\n', '\n')) + (broken ? body : ''));
+          const whole = run(bytes, []);
+          if (broken) expect(whole).toMatch(/failed: /);
+          fc.assert(fc.property(cutsArb, (cuts) => run(bytes, cuts) === whole), { numRuns: 100 });
+        }
+      }
     });
   }
 });
@@ -193,6 +223,26 @@ describe('any valid chat request maps to a Messages request Anthropic takes', ()
         const problem = requestProblem(request);
         if (problem !== null) throw new Error(`${problem}\n${JSON.stringify(request)}`);
         expect(JSON.stringify(request)).not.toMatch(/"type":"text","text":"\s*"/);
+      }),
+      { numRuns: 500 },
+    );
+  });
+});
+
+describe('any valid chat request maps to a generateContent request Gemini takes', () => {
+  it("the fake's request check (Gemini's rules) finds nothing, and no blank text part is sent; what is refused is refused by name and taken with drop_params", () => {
+    fc.assert(
+      fc.property(chatRequest, (body) => {
+        let request: Record<string, unknown>;
+        try {
+          request = toGenerateContentRequest(body, { dropParams: false });
+        } catch (err) {
+          if (!(err instanceof GatewayError) || err.code !== 'unsupported_parameter') throw err;
+          request = toGenerateContentRequest(body, { dropParams: true });
+        }
+        const problem = geminiProblem(request);
+        if (problem !== null) throw new Error(`${problem}\n${JSON.stringify(request)}`);
+        expect(JSON.stringify(request)).not.toMatch(/"text":"\s*"/);
       }),
       { numRuns: 500 },
     );

@@ -8,8 +8,9 @@ import { randomBytes } from 'node:crypto';
 import { parse as parseYaml, YAMLParseError } from 'yaml';
 import { z } from 'zod';
 import type { AliasRoute, Credentials, FallbackList, RouterSettings, RoutingConfig, RuleRoute, Timeouts, Upstream } from '../../protocol/config.js';
-import { PROVIDER_INFO, isProviderName, type ProviderInfo, type ProviderName, type ProviderSettings } from '../../protocol/providers.js';
-import { PROVIDER_PARAMS, foreignParamKeys } from './provider-params.js';
+import { PROVIDER_NAMES, isProviderName, type ProviderName, type ProviderSettings } from '../../protocol/providers.js';
+import { PROVIDER_CONFIGS } from '../../workers/providers/configs.js';
+import { foreignParamKeys } from './provider-params.js';
 import { configFileSchema, unsupportedKeys, LITELLM_ONLY_STRATEGIES, type ConfigFile, type ParamsInput } from './schema.js';
 import { availableCpus } from './cpu-limit.js';
 import { chooseWorkers, type WorkerMode } from './workers.js';
@@ -169,7 +170,7 @@ export function parseConfig(text: string, source: string, env: Env = process.env
     if (!params) throw new ConfigError(`${source}: model_list[${i}]: needs "params" (or "litellm_params") with a "model"`);
     const slash = params.model.indexOf('/');
     const provider = params.model.slice(0, slash);
-    if (!isProviderName(provider)) throw new ConfigError(`${source}: ${at}.model: unknown provider "${provider}" (known: ${Object.keys(PROVIDER_INFO).join(', ')})`);
+    if (!isProviderName(provider)) throw new ConfigError(`${source}: ${at}.model: unknown provider "${provider}" (known: ${PROVIDER_NAMES.join(', ')})`);
     for (const key of foreignParamKeys(provider, params)) warnings.push(`${source}: "${at}.${key}" is not a param of provider "${provider}" and is ignored`);
     const n = perAlias.get(entry.model_name) ?? 0;
     perAlias.set(entry.model_name, n + 1);
@@ -190,7 +191,7 @@ export function parseConfig(text: string, source: string, env: Env = process.env
   const router = resolveRouter(file, new Set(perAlias.keys()), source);
 
   const rules: RuleRoute[] = file.route_rules.map((rule, i) => {
-    if (!isProviderName(rule.provider)) throw new ConfigError(`${source}: route_rules[${i}].provider: unknown provider "${rule.provider}" (known: ${Object.keys(PROVIDER_INFO).join(', ')})`);
+    if (!isProviderName(rule.provider)) throw new ConfigError(`${source}: route_rules[${i}].provider: unknown provider "${rule.provider}" (known: ${PROVIDER_NAMES.join(', ')})`);
     for (const key of foreignParamKeys(rule.provider, rule.params ?? {})) warnings.push(`${source}: "route_rules[${i}].params.${key}" is not a param of provider "${rule.provider}" and is ignored`);
     return Object.freeze({ patterns: Object.freeze([...rule.models]), ...resolveUpstream(rule.provider, rule.params ?? {}, { env, dropParams, at: `${source}: route_rules[${i}].params` }) });
   });
@@ -261,15 +262,16 @@ interface UpstreamContext {
 }
 
 function resolveUpstream(provider: ProviderName, params: Partial<ParamsInput>, { env, dropParams, at }: UpstreamContext): Omit<Upstream, 'upstreamModel'> {
-  const { apiBase: base, responsesApi } = PROVIDER_INFO[provider];
+  const config = PROVIDER_CONFIGS[provider];
+  const { apiBase: base, responsesApi } = config.info;
   if (params.responses_api && !responsesApi) {
-    const able = Object.entries(PROVIDER_INFO).filter(([, p]) => p.responsesApi).map(([name]) => `"${name}"`).join(', ');
+    const able = PROVIDER_NAMES.filter((name) => PROVIDER_CONFIGS[name].info.responsesApi).map((name) => `"${name}"`).join(', ');
     throw new ConfigError(`${at}.responses_api: the "${provider}" provider has no Responses API to pass through to (only ${able} can)`);
   }
   if (base === 'required' && params.api_base === undefined) throw new ConfigError(`${at}.api_base: provider "${provider}" needs its api_base (e.g. https://<resource>.openai.azure.com)`);
   let settings: ProviderSettings;
   try {
-    settings = Object.freeze(PROVIDER_PARAMS[provider].settings(params, env));
+    settings = Object.freeze(config.settings(params, env));
   } catch (err) {
     throw new ConfigError(`${at}.${(err as Error).message}`);
   }
@@ -279,7 +281,7 @@ function resolveUpstream(provider: ProviderName, params: Partial<ParamsInput>, {
   return {
     provider,
     apiBase,
-    credentials: (PROVIDER_INFO[provider] as ProviderInfo).aws === true ? resolveAwsCredentials(params, env) : resolveCredentials(provider, params.api_key, apiBase, env),
+    credentials: config.info.aws === true ? resolveAwsCredentials(params, env) : resolveCredentials(provider, params.api_key, apiBase, env),
     timeouts: resolveTimeouts(params),
     settings,
     dropParams: params.drop_params ?? dropParams,
@@ -298,7 +300,7 @@ const NOT_REQUIRED: Credentials = Object.freeze({ kind: 'not_required' });
  * vLLM, TGI, Ollama or LM Studio), which is called without credentials.
  */
 function resolveCredentials(provider: ProviderName, apiKey: string | undefined, apiBase: string | null, env: Env): Credentials {
-  const { keyVariable, apiBase: hosted, keylessAtOwnBase } = PROVIDER_INFO[provider] as ProviderInfo;
+  const { keyVariable, apiBase: hosted, keylessAtOwnBase } = PROVIDER_CONFIGS[provider].info;
   if (keyVariable === null) return NOT_REQUIRED;
   if (apiKey === undefined) return keylessAtOwnBase && apiBase !== hosted ? NOT_REQUIRED : fromVariable(keyVariable, env);
   if (apiKey.startsWith(ENV_REF)) return fromVariable(apiKey.slice(ENV_REF.length), env);

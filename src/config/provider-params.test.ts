@@ -1,6 +1,6 @@
 /**
  * The native providers in the config (CONTRACT.md, Native providers and
- * Config file): azure and anthropic deployments with their defaults, their
+ * Config file): azure, anthropic and gemini deployments with their defaults, their
  * own params, their key variables, `drop_params` per deployment and in
  * `litellm_settings`, and the messages of what does not load.
  */
@@ -64,6 +64,33 @@ model_list:
   it('refuses an api_version that could not be sent in a query', () => {
     const message = refusal('model_list:\n  - model_name: a\n    params: { model: azure/d, api_base: https://r.openai.azure.com, api_version: "2024-10-21&x=1" }\n');
     expect(message).toContain('model_list[0].params.api_version');
+  });
+});
+
+describe('gemini deployments', () => {
+  it('default to generativelanguage.googleapis.com, read GEMINI_API_KEY without an api_key (at any api_base), and warn about another provider\'s param', () => {
+    const config = parseConfig(
+      `
+model_list:
+  - model_name: flash
+    params: { model: gemini/gemini-2.5-flash }
+  - model_name: flash-own
+    params: { model: gemini/gemini-2.5-flash, api_base: http://127.0.0.1:9/, anthropic_version: 2023-06-01 }
+`,
+      SOURCE,
+      { GEMINI_API_KEY: 'AIza-env' },
+    );
+    expect(route(config, 'flash')).toMatchObject({
+      provider: 'gemini',
+      upstreamModel: 'gemini-2.5-flash',
+      apiBase: 'https://generativelanguage.googleapis.com',
+      settings: {},
+      credentials: { kind: 'key', key: 'AIza-env', source: 'GEMINI_API_KEY' },
+    });
+    expect(route(config, 'flash-own')).toMatchObject({ apiBase: 'http://127.0.0.1:9', credentials: { source: 'GEMINI_API_KEY' } });
+    expect(config.warnings).toHaveLength(1);
+    expect(config.warnings[0]).toContain('model_list[1].params.anthropic_version');
+    expect(config.warnings[0]).toContain('"gemini"');
   });
 });
 

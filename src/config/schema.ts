@@ -26,12 +26,12 @@ export const paramsSchema = z.looseObject({
   /**
    * Switchyard's own key, not LiteLLM's: the upstream serves `POST /responses` itself (OpenAI,
    * vLLM, …), so `POST /v1/responses` is passed through to it instead of translated to chat.
-   * Only for providers whose upstream can (protocol/providers.ts, `responsesApi`).
+   * Only for providers whose upstream can (their config.ts, `info.responsesApi`).
    */
   responses_api: z.boolean().optional(),
   /** An OpenAI parameter the provider cannot honour is dropped instead of refused with 400 (CONTRACT.md, Native providers). */
   drop_params: z.boolean().optional(),
-  // Each provider's own keys (src/config/provider-params.ts): api_version, anthropic_version, the mock knobs.
+  // Each provider's own keys (its workers/providers/<name>/config.ts): api_version, anthropic_version, the mock knobs.
   ...providerParamsShape,
   // Routing (CONTRACT.md, Routing for high volume): meaningful on a model_list entry only.
   /** Share of the group's traffic under simple-shuffle. */

@@ -7,7 +7,8 @@
  */
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { expect } from 'vitest';
+import { expect, it } from 'vitest';
+import { GatewayError } from '../../protocol/errors.js';
 
 export interface Golden<T> {
   readonly name: string;
@@ -39,6 +40,59 @@ export function goldenFiles<T>(dir: string, prefix: string): Array<Golden<T>> {
         },
       };
     });
+}
+
+/**
+ * One test per request golden file of `dir` (`request-*.json`): the file's
+ * `chat` body translated with its `options` is its `key`, and the body is
+ * left as it was (it is the attempt loop's, shared by every attempt).
+ */
+export function requestGoldens<O>(dir: string, key: string, translate: (chat: Record<string, unknown>, options: O) => unknown): void {
+  for (const golden of goldenFiles<{ about: string; options: O; chat: Record<string, unknown> }>(dir, 'request-')) {
+    it(`${golden.name}: ${golden.case.about}`, () => {
+      const before = JSON.stringify(golden.case.chat);
+      golden.expectAt(key as never, translate(golden.case.chat, golden.case.options));
+      expect(JSON.stringify(golden.case.chat)).toBe(before);
+    });
+  }
+}
+
+/**
+ * Feeds a stream translator the events one by one, then its end: the chunks
+ * it sent until the end or its failure, and the failure as `describe` puts
+ * it for the golden file (null when there was none).
+ */
+export function translatedStream(
+  translator: { event(name: string | null, data: string): string; end(): string },
+  events: ReadonlyArray<{ readonly event?: string; readonly data: unknown }>,
+  describe: (err: unknown) => unknown,
+): { chunks: unknown[]; failure: unknown } {
+  let sse = '';
+  try {
+    for (const { event, data } of events) sse += translator.event(event ?? null, JSON.stringify(data));
+    sse += translator.end();
+  } catch (err) {
+    return { chunks: sseData(sse), failure: describe(err) };
+  }
+  return { chunks: sseData(sse), failure: null };
+}
+
+/** The GatewayError a request translation throws for `body` (the test fails when it throws none). */
+export function refusalOf(translate: (body: Record<string, unknown>) => unknown, body: Record<string, unknown>): GatewayError {
+  try {
+    translate(body);
+  } catch (err) {
+    expect(err).toBeInstanceOf(GatewayError);
+    return err as GatewayError;
+  }
+  throw new Error('not refused');
+}
+
+/** A 400 `unsupported_parameter` naming `param` first and telling of drop_params. */
+export function expectUnsupported(err: GatewayError, param: string): void {
+  expect(err.code).toBe('unsupported_parameter');
+  expect(err.message.startsWith(`${param}:`)).toBe(true);
+  expect(err.message).toContain('drop_params');
 }
 
 /** A recorded stream as SSE text: `{event, data}` items, each data serialised as the provider writes it. */

@@ -27,50 +27,57 @@ export interface UpstreamRequest {
   readonly body: string;
 }
 
-/**
- * How a stream's bytes become the units its relay translates: SSE events (the default), or
- * another framing a provider streams in (Bedrock's AWS event stream). Flow control, deadlines
- * and the cap on one unit stay the transport's.
- */
-export interface StreamFraming<B> {
-  /** The content type of a stream answer in this framing; the request's `accept`. */
-  readonly contentType: string;
-  /** A parser for one stream: whole units out of each chunk, none kept beyond `maxUnitBytes`; `finish` at the end. */
-  parser(maxUnitBytes: number): { push(chunk: Uint8Array): B; finish(): B };
-}
-
-/** SSE, every provider's stream but Bedrock's. */
-const SSE: StreamFraming<SseBatch> = { contentType: 'text/event-stream', parser: (max) => new SseParser(max) };
-
-/** A provider's side of an attempt: everything that differs between providers. `B`: what its stream framing yields. */
-export interface HttpDialect<B = SseBatch> {
+/** A provider's side of an attempt: everything that differs between providers. */
+export interface HttpDialect {
   /**
    * The call as the provider's request. `headers` already has the common ones (content type,
    * user agent, request id, accept); the dialect adds its credentials and versions (a promise when
-   * making them is asynchronous: a signature). Throws a GatewayError (a 400: unsupported parameter
-   * or operation) for a call the provider cannot take.
+   * making them is asynchronous: bedrock's signature). Throws a GatewayError (a 400: unsupported
+   * parameter or operation) for a call the provider cannot take.
    */
   request(call: ProviderCall, headers: Record<string, string>): UpstreamRequest | Promise<UpstreamRequest>;
   /** The answer's headers a caller may see: the allowlist, the provider's own rate-limit headers renamed onto it. */
   headers(raw: IncomingHttpHeaders): HeaderList;
-  /** A provider 4xx body (whole, in the pieces read) as the compatible error object; `raw`: the answer's headers (Bedrock names its error type there). */
-  error(status: number, body: readonly Uint8Array[], raw: IncomingHttpHeaders): { readonly contentType: string; readonly body: Payload };
-  /** A success body (whole) as the compatible answer, with its usage; throws upstream_invalid_response for one it cannot read. */
+  /** A provider 4xx body (whole, in the pieces read) as the compatible error object; `raw`: the answer's headers (bedrock names its error type there). */
+  error(status: number, body: readonly Uint8Array[], raw: IncomingHttpHeaders): ProviderErrorAnswer;
+  /** A success body (whole) as the compatible answer, with its usage; throws upstream_invalid_response for one it cannot read. `raw`: the answer's headers. */
   reply(call: ProviderCall, body: readonly Uint8Array[], raw: IncomingHttpHeaders): { readonly body: Payload; readonly usage: Usage | null };
   /** A stream's relay for one call. */
-  stream(call: ProviderCall): StreamRelay<B>;
-  /** How its streams are framed; SSE when absent. */
-  readonly framing?: StreamFraming<B>;
+  stream(call: ProviderCall): StreamRelay;
+  /**
+   * The parser of a stream's bytes, for a provider that writes something besides SSE events into
+   * one (Gemini's error body after its events); absent: the SSE parser.
+   */
+  streamParser?(maxEventBytes: number): StreamParser;
+  /**
+   * The content type of a stream answer (and the stream request's `accept`), for a provider whose
+   * streams are not SSE (bedrock's AWS event stream, which its streamParser decodes into events);
+   * absent: `text/event-stream`.
+   */
+  readonly streamContentType?: string;
   /** A 5xx body is read (bounded) so the log can say what the provider said; otherwise it is dropped unread. */
   readonly readsServerErrors: boolean;
 }
 
+/** A provider 4xx as the compatible error object, with what the body says about how the attempt failed. */
+export interface ProviderErrorAnswer {
+  readonly contentType: string;
+  readonly body: Payload;
+  /** The provider refused the gateway's key with a status other than 401/403 (Gemini's 400 API_KEY_INVALID): the same failure as those. */
+  readonly credentialsRejected?: boolean;
+  /** A retry delay the body gives and no header does (Gemini's RetryInfo), in ms: kept as `retry-after`. */
+  readonly retryAfterMs?: number;
+}
+
+/** Bytes of a stream in, whole events out (workers/sse.ts's SseParser, or a provider's own around it). */
+export type StreamParser = Pick<SseParser, 'push' | 'finish'>;
+
 /** Turns a provider's stream into compatible SSE events, batch by batch. */
-export interface StreamRelay<B = SseBatch> {
+export interface StreamRelay {
   /** What to send for one parsed batch (null: nothing yet); throws the attempt's failure on an in-band error event. */
-  batch(batch: B): Payload | null;
+  batch(batch: SseBatch): Payload | null;
   /** The upstream ended (`rest`: the parser's last events): what is left to send; a stream cut short fails (thrown, or by failure()). */
-  end(rest: B): Payload | null;
+  end(rest: SseBatch): Payload | null;
   /** The usage the stream reported, for the access log and metrics. */
   usage(): Usage | null;
   /**
@@ -81,30 +88,29 @@ export interface StreamRelay<B = SseBatch> {
 }
 
 const USER_AGENT = `switchyard/${VERSION}`;
-/** Cap on one stream event (SSE event, event-stream message), so an upstream that never ends one cannot grow memory. */
+/** Cap on one SSE event, so an upstream that never ends an event cannot grow memory. */
 const MAX_EVENT_BYTES = 8 * 1024 * 1024;
 /** What of a 5xx body is kept for the log. */
 const SERVER_ERROR_DETAIL_BYTES = 2048;
 
-export async function httpAttempt<B = SseBatch>(dialect: HttpDialect<B>, call: ProviderCall, sink: AttemptSink): Promise<void> {
+export async function httpAttempt(dialect: HttpDialect, call: ProviderCall, sink: AttemptSink): Promise<void> {
   const started = performance.now();
   const { upstream, control } = call;
   if (upstream.apiBase === null) throw new GatewayError('internal_error', 'this provider has no api_base');
-  // A dialect without a framing of its own streams SSE, so its B is SseBatch.
-  const framing = dialect.framing ?? (SSE as unknown as StreamFraming<B>);
   const headers: Record<string, string> = {
     'content-type': 'application/json',
     'user-agent': USER_AGENT,
     'x-request-id': call.requestId,
-    accept: call.stream ? framing.contentType : 'application/json',
+    accept: call.stream ? (dialect.streamContentType ?? SSE_CONTENT_TYPE) : 'application/json',
   };
   // Before any timer or connection: a request the provider cannot take is the caller's 400.
   const made = dialect.request(call, headers);
   const request = made instanceof Promise ? await made : made;
   // call.control is "stop now": the client left, or a deadline passed (then its reason is the GatewayError).
   const deadlines = new Deadlines((reason) => control.abort(reason), upstream.timeouts, call.budgetMs);
-  const isStream = ({ status, headers }: UpstreamHead): boolean => status >= 200 && status < 300 && String(headers['content-type'] ?? '').startsWith(framing.contentType);
-  const exchange = new UpstreamExchange(call.maxResponseBytes, deadlines, call.stream ? isStream : null);
+  const streamType = dialect.streamContentType ?? SSE_CONTENT_TYPE;
+  const isEventStream = ({ status, headers }: UpstreamHead): boolean => status >= 200 && status < 300 && String(headers['content-type'] ?? '').startsWith(streamType);
+  const exchange = new UpstreamExchange(call.maxResponseBytes, deadlines, call.stream ? isEventStream : null);
   control.onAbort((reason) => exchange.abort(reason));
   let answered = false;
   try {
@@ -117,15 +123,16 @@ export async function httpAttempt<B = SseBatch>(dialect: HttpDialect<B>, call: P
     if (status >= 500 || status < 200 || status === 408) throw await serverFailure(dialect, exchange, status, passHeaders, responseHeaders);
     if (status >= 400) {
       // CONTRACT.md: provider 4xx pass through with their status and message (when no other deployment should be tried).
-      const error = dialect.error(status, await exchange.body, responseHeaders);
-      throw providerFailure(status, passHeaders, retryAfterMs(responseHeaders), error.contentType, error.body);
+      throw clientFailure(status, passHeaders, responseHeaders, dialect.error(status, await exchange.body, responseHeaders));
     }
     if (call.stream) {
-      if (!isStream({ status, headers: responseHeaders })) {
+      if (!isEventStream({ status, headers: responseHeaders })) {
         throw new GatewayError('upstream_invalid_response', 'the provider answered a stream request without an event stream');
       }
       sink.head(passHeaders);
-      const usage = await relayEvents(exchange, call, sink, deadlines, dialect.stream(call), framing);
+      const limit = Math.min(MAX_EVENT_BYTES, call.maxResponseBytes);
+      const parser = dialect.streamParser?.(limit) ?? new SseParser(limit);
+      const usage = await relayEvents(exchange, parser, call, sink, deadlines, dialect.stream(call));
       sink.end(usage, performance.now() - started);
       return;
     }
@@ -143,8 +150,19 @@ export async function httpAttempt<B = SseBatch>(dialect: HttpDialect<B>, call: P
   }
 }
 
+/** A provider 4xx: its compatible error, classified; a retry delay only its body gave becomes the answer's `retry-after`. */
+function clientFailure(status: number, passHeaders: HeaderList, raw: IncomingHttpHeaders, error: ProviderErrorAnswer): AttemptFailure {
+  let retryAfter = retryAfterMs(raw);
+  let headers = passHeaders;
+  if (retryAfter === 0 && error.retryAfterMs !== undefined && error.retryAfterMs > 0) {
+    retryAfter = error.retryAfterMs;
+    headers = [...passHeaders, 'retry-after', String(Math.ceil(retryAfter / 1000))];
+  }
+  return providerFailure(status, headers, retryAfter, error.contentType, error.body, error.credentialsRejected === true);
+}
+
 /** A 5xx (or 408, or 1xx) answer: transient. The caller gets the gateway's message; the provider's, redacted, is kept for the log. */
-async function serverFailure<B>(dialect: HttpDialect<B>, exchange: UpstreamExchange, status: number, passHeaders: HeaderList, raw: IncomingHttpHeaders): Promise<AttemptFailure> {
+async function serverFailure(dialect: HttpDialect, exchange: UpstreamExchange, status: number, passHeaders: HeaderList, raw: IncomingHttpHeaders): Promise<AttemptFailure> {
   const failure = providerFailure(status, passHeaders, retryAfterMs(raw), '', null);
   if (!dialect.readsServerErrors) return failure;
   const body = await exchange.body.catch(() => null);
@@ -154,15 +172,16 @@ async function serverFailure<B>(dialect: HttpDialect<B>, exchange: UpstreamExcha
   return new AttemptFailure(failure.kind, failure.code, failure.message, status, passHeaders, null, failure.retryAfterMs, detail);
 }
 
+/** A stream request's success answer (relayed as it comes; anything else is collected), unless the dialect names another. */
+const SSE_CONTENT_TYPE = 'text/event-stream';
+
 /**
  * Relays a stream: each upstream chunk is parsed into whole events (the
- * framing's parser: SSE, which keeps event names, or the dialect's own)
- * and handed to the dialect's relay, whose output goes on as one data
- * frame. Pausing the flow pauses the upstream read and holds the idle
- * deadline.
+ * SSE parser, which keeps event names) and handed to the dialect's relay,
+ * whose output goes on as one data frame. Pausing the flow pauses the
+ * upstream read and holds the idle deadline.
  */
-async function relayEvents<B>(exchange: UpstreamExchange, call: ProviderCall, sink: AttemptSink, deadlines: Deadlines, relay: StreamRelay<B>, framing: StreamFraming<B>): Promise<Usage | null> {
-  const parser = framing.parser(Math.min(MAX_EVENT_BYTES, call.maxResponseBytes));
+async function relayEvents(exchange: UpstreamExchange, parser: StreamParser, call: ProviderCall, sink: AttemptSink, deadlines: Deadlines, relay: StreamRelay): Promise<Usage | null> {
   const follow = (paused: boolean) => {
     if (paused) {
       exchange.pause();

@@ -1,54 +1,59 @@
 /**
- * The stream relay of a translating adapter (anthropic, bedrock): each
- * parsed batch through the provider's pure translator, its output as one
- * frame. An in-band error event ends the translation; the events before it
- * in the batch are still handed on, then failure() has it (http-attempt.ts
- * ends the attempt with it), so the client keeps what came first.
+ * The stream relay of every provider whose events are translated one by
+ * one into compatible chunks (anthropic, gemini): each batch's events go
+ * through the provider's translator, its output as one frame. An event the
+ * translator refuses (an in-band error event, a stream cut short) ends the
+ * translation; the events before it in the batch are still handed on, and
+ * failure() then reports it, so the commit gate sees the content first.
  */
 import type { Usage } from '../../protocol/frames.js';
+import { decodedEvents, type SseBatch } from '../sse.js';
 import type { StreamRelay } from './http-attempt.js';
 
 const encoder = new TextEncoder();
 
-/** A provider's stream translator as the relay drives it. */
-export interface StreamTranslation<B> {
-  /** Appends the SSE text of each unit of `batch` to `out.text`, in order; throws the attempt's failure at an error event. */
-  translate(batch: B, out: { text: string }): void;
-  /** The upstream ended: the SSE text left to send; throws when the stream was cut short. */
+/** A provider's pure stream translator: events in, SSE text out. */
+export interface StreamTranslator {
+  /** One event (its `event:` name, null when it had none, and its data): the SSE text to send, '' for none; throws the attempt's failure. */
+  event(name: string | null, data: string): string;
+  /** The upstream ended: what is left to send; throws when the stream was cut short. */
   end(): string;
-  /** The usage the stream reported so far. */
-  usage(): Usage | null;
+  /** The usage counted so far (complete once the stream ended). */
+  readonly usage: Usage | null;
 }
 
-export class TranslatingRelay<B> implements StreamRelay<B> {
-  readonly #translation: StreamTranslation<B>;
-  readonly #out = { text: '' };
+export class TranslatingRelay implements StreamRelay {
+  readonly #translator: StreamTranslator;
   #failure: unknown = null;
 
-  constructor(translation: StreamTranslation<B>) {
-    this.#translation = translation;
+  constructor(translator: StreamTranslator) {
+    this.#translator = translator;
   }
 
-  batch(batch: B): Uint8Array | null {
-    return this.#run(batch, false);
-  }
-
-  /** The last events, then the translator's end: a stream cut short is a failure too, reported the same way. */
-  end(rest: B): Uint8Array | null {
-    return this.#run(rest, true);
-  }
-
-  #run(batch: B, last: boolean): Uint8Array | null {
+  batch(batch: SseBatch): Uint8Array | null {
     if (this.#failure !== null) throw this.#failure;
-    const out = this.#out;
-    out.text = '';
+    const { events, names } = decodedEvents(batch);
+    let out = '';
     try {
-      this.#translation.translate(batch, out);
-      if (last) out.text += this.#translation.end();
+      for (let i = 0; i < events.length; i++) out += this.#translator.event(names?.[i] ?? null, events[i] as string);
     } catch (err) {
       this.#failure = err;
     }
-    return out.text.length === 0 ? null : encoder.encode(out.text);
+    return out.length === 0 ? null : encoder.encode(out);
+  }
+
+  end(rest: SseBatch): Uint8Array | null {
+    const last = this.batch(rest);
+    if (this.#failure !== null) return last;
+    let tail = '';
+    try {
+      tail = this.#translator.end();
+    } catch (err) {
+      this.#failure = err;
+    }
+    if (tail.length === 0) return last;
+    const bytes = encoder.encode(tail);
+    return last === null ? bytes : Buffer.concat([last, bytes]);
   }
 
   failure(): unknown {
@@ -56,6 +61,6 @@ export class TranslatingRelay<B> implements StreamRelay<B> {
   }
 
   usage(): Usage | null {
-    return this.#translation.usage();
+    return this.#translator.usage;
   }
 }

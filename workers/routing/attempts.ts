@@ -141,27 +141,27 @@ class RoutedCall implements GateOwner {
     const request = this.#request;
     const control = new CallControl();
     request.control.onAbort((reason) => control.abort(reason));
-    const sent = this.#prepare(deployment);
-    const call: ProviderCall = {
-      op: sent.op,
-      upstream: deployment.upstream,
-      body: sent.body,
-      stream: request.stream,
-      requestId: request.requestId,
-      maxResponseBytes: request.maxResponseBytes,
-      control,
-      flow: request.flow,
-      budgetMs: this.#deadline - performance.now(),
-      headersAt: 0,
-    };
     const gate = new CommitGate(this, this.#env.settings.streamCommitTimeoutMs);
     this.#deployment = deployment;
     this.#group = this.#chain[this.#at] as Group;
     this.#reservation = reservation;
-    this.#call = call;
     this.#started = performance.now();
     try {
-      if (sent.error !== null) throw sent.error;
+      // What `prepare` throws (a parameter this deployment's API cannot carry) is this attempt's failure.
+      const sent = request.prepare === null ? this.#plainBody(deployment) : request.prepare(deployment.upstream);
+      const call: ProviderCall = {
+        op: sent.op,
+        upstream: deployment.upstream,
+        body: sent.body,
+        stream: request.stream,
+        requestId: request.requestId,
+        maxResponseBytes: request.maxResponseBytes,
+        control,
+        flow: request.flow,
+        budgetMs: this.#deadline - performance.now(),
+        headersAt: 0,
+      };
+      this.#call = call;
       await this.#env.adapterFor(deployment).call(call, gate);
       return null;
     } catch (err) {
@@ -186,18 +186,11 @@ class RoutedCall implements GateOwner {
     }
   }
 
-  /** The operation and body for `deployment`; what `prepare` threw is the attempt's failure (thrown in its try). */
-  #prepare(deployment: Deployment): { op: Operation; body: Record<string, unknown>; error: unknown } {
+  /** The request as it came, to the deployment's upstream id. */
+  #plainBody(deployment: Deployment): { op: Operation; body: Record<string, unknown> } {
     const request = this.#request;
-    if (request.prepare === null) {
-      request.body.model = deployment.upstream.upstreamModel;
-      return { op: request.op, body: request.body, error: null };
-    }
-    try {
-      return { ...request.prepare(deployment.upstream), error: null };
-    } catch (error) {
-      return { op: request.op, body: request.body, error };
-    }
+    request.body.model = deployment.upstream.upstreamModel;
+    return request;
   }
 
   /** After a failure before any byte went out: true when the request is answered, false to try again. */

@@ -14,7 +14,7 @@
  */
 import { joinPieces, type Payload } from '../../protocol/channel.js';
 import type { HeaderList, Usage } from '../../protocol/frames.js';
-import { indexOfByte, utf8Text } from '../bytes.js';
+import { asBuffer, indexOfByte, utf8Text } from '../bytes.js';
 import type { AttemptSink } from '../providers/adapter.js';
 import { AttemptFailure } from './failure.js';
 
@@ -105,10 +105,11 @@ export class CommitGate implements AttemptSink {
  * content part added).
  */
 export function carriesContent(bytes: Payload): boolean {
-  const whole = bytes instanceof Uint8Array ? bytes : bytes.length === 1 ? (bytes[0] as Uint8Array) : joinPieces(bytes);
-  // Event by event, each decoded only when reached: a whole stream in one read commits at its second event.
+  const whole = asBuffer(bytes instanceof Uint8Array ? bytes : bytes.length === 1 ? (bytes[0] as Uint8Array) : joinPieces(bytes));
+  // Event by event, each decoded only when reached: a whole stream in one read commits at its first content event.
   for (let start = 0; start < whole.length; ) {
     const end = eventEnd(whole, start);
+    if (textInPlace(whole, start, end)) return true;
     const data = dataOf(utf8Text(whole, start, end));
     start = end + 2;
     if (data === null) continue;
@@ -134,6 +135,29 @@ export function carriesContent(bytes: Payload): boolean {
 interface ChunkShape {
   readonly choices?: ReadonlyArray<{ readonly finish_reason?: unknown; readonly delta?: Record<string, unknown> }>;
 }
+
+/**
+ * A chat chunk's non-empty `content` string, found on the event's bytes
+ * without decoding or parsing it: the common first content event of a
+ * stream, which would otherwise cost a JSON.parse (about 1.5 µs). Inside a
+ * JSON string every quote is escaped, so `"content":"` is a key with a
+ * string value, non-empty when the next byte is not `"` (logprobs'
+ * `content` is an array). An event that names an error or a type is left
+ * to the parse, which judges it whole.
+ */
+function textInPlace(event: Buffer, start: number, end: number): boolean {
+  const key = event.indexOf(CONTENT_KEY, start);
+  if (key === -1 || key >= end || event[key + CONTENT_KEY.length] === QUOTE) return false;
+  const error = event.indexOf(ERROR_KEY, start);
+  if (error !== -1 && error < end) return false;
+  const type = event.indexOf(TYPE_KEY, start);
+  return type === -1 || type >= end;
+}
+
+const CONTENT_KEY = Buffer.from('"content":"');
+const ERROR_KEY = Buffer.from('"error"');
+const TYPE_KEY = Buffer.from('"type"');
+const QUOTE = 0x22;
 
 /** Text, reasoning text, a refusal, a tool or function call, or a finish reason. */
 function hasContent(chunk: ChunkShape): boolean {

@@ -72,17 +72,19 @@ export function gatewayErrorOf(failure: AttemptFailure): { code: ErrorCode; mess
 
 /**
  * A provider's answer that is not a success, by status (the failure table):
- * 5xx, 408 and 529 are transient; 429 rate limited; 401 and 403 auth; a 4xx
- * saying the prompt is too long, context window; any other 4xx the caller's.
- * `body` is read for 4xx only (a 5xx's body is dropped unread).
+ * 5xx, 408 and 529 are transient; 429 rate limited; 401 and 403 auth (and
+ * a provider's own "invalid key" 4xx, `credentialsRejected`: Gemini's 400
+ * API_KEY_INVALID); a 4xx saying the prompt is too long, context window;
+ * any other 4xx the caller's. `body` is read for 4xx only (a 5xx's body is
+ * dropped unread).
  */
-export function providerFailure(status: number, headers: HeaderList, retryAfterMs: number, contentType: string, body: Payload | null): AttemptFailure {
+export function providerFailure(status: number, headers: HeaderList, retryAfterMs: number, contentType: string, body: Payload | null, credentialsRejected = false): AttemptFailure {
   if (status >= 500 || status === 408 || status < 200) {
     return new AttemptFailure('transient', 'upstream_error', `the provider answered with status ${status}`, status, headers, null, retryAfterMs);
   }
   const answer = body === null ? null : { status, contentType, headers, body };
   if (status === 429) return new AttemptFailure('rate_limited', 'rate_limited', 'the provider is rate limiting this deployment', status, headers, answer, retryAfterMs);
-  if (status === 401 || status === 403) {
+  if (status === 401 || status === 403 || credentialsRejected) {
     const detail = body === null ? null : redactKeys(answerText(body));
     return new AttemptFailure('auth', 'upstream_auth_failed', 'the provider rejected the gateway credentials for this model', status, headers, null, retryAfterMs, detail);
   }

@@ -7,8 +7,8 @@
  * `unsupported_operation`.
  */
 import { providerKey, settingsOf, type Upstream } from '../../../protocol/config.js';
+import type { AnthropicSettings } from './config.js';
 import { GatewayError } from '../../../protocol/errors.js';
-import { decodedEvents, type SseBatch } from '../../sse.js';
 import type { Provider } from '../adapter.js';
 import { includesUsage, jsonModeOf } from '../chat-request.js';
 import { bodyText, parseBody } from '../compatible.js';
@@ -24,7 +24,7 @@ const encoder = new TextEncoder();
 function credentials(headers: Record<string, string>, upstream: Pick<Upstream, 'credentials' | 'settings'>): void {
   const key = providerKey(upstream.credentials);
   if (key !== null) headers['x-api-key'] = key;
-  headers['anthropic-version'] = settingsOf(upstream, 'anthropic').anthropicVersion;
+  headers['anthropic-version'] = settingsOf<AnthropicSettings>(upstream).anthropicVersion;
 }
 
 const created = (): number => Math.floor(Date.now() / 1000);
@@ -45,22 +45,10 @@ const dialect: HttpDialect = {
     return { body: encoder.encode(JSON.stringify(completion)), usage };
   },
   stream(call) {
-    return messagesRelay(new MessagesStreamTranslator({ created: created(), includeUsage: includesUsage(call.body), jsonMode: jsonModeOf(call.body) }));
+    return new TranslatingRelay(new MessagesStreamTranslator({ created: created(), includeUsage: includesUsage(call.body), jsonMode: jsonModeOf(call.body) }));
   },
   readsServerErrors: true,
 };
-
-/** Each batch's SSE events through the Messages translator (names from `event:`, else the data's `type`). */
-export function messagesRelay(translator: MessagesStreamTranslator): TranslatingRelay<SseBatch> {
-  return new TranslatingRelay({
-    translate(batch, out) {
-      const { events, names } = decodedEvents(batch);
-      for (let i = 0; i < events.length; i++) out.text += translator.event(names?.[i] ?? null, events[i] as string);
-    },
-    end: () => translator.end(),
-    usage: () => translator.usage,
-  });
-}
 
 export const anthropicProvider: Provider = {
   call: (call, sink) => httpAttempt(dialect, call, sink),

@@ -25,10 +25,8 @@
  *   parameter is not sent.
  */
 import { GatewayError } from '../../../protocol/errors.js';
+import { contentParts, DATA_URL, eachMessage, functionTools, JSON_TOOL, JSON_TOOL_DESCRIPTION, jsonSchemaOf, maxTokensOf, NO_SAMPLING_CONTROLS, OPENAI_ONLY, refuser, refuseUnsupported, stopSequences, textOnly, toolCalls, Turns, type NoEquivalent, type Refuse } from '../chat-request.js';
 import { isRecord } from '../compatible.js';
-import { DATA_URL, JSON_TOOL, JSON_TOOL_DESCRIPTION, chatTurns, contentBlocks, isBlank, jsonSchemaOf, maxTokensOf, refuseUnhonoured, refuser, stopSequences, functionTools, type BlockMaker, type Refuse } from '../chat-request.js';
-
-export { JSON_TOOL };
 
 export interface RequestOptions {
   /** The upstream model id. */
@@ -37,17 +35,25 @@ export interface RequestOptions {
   readonly dropParams: boolean;
 }
 
+export { JSON_TOOL };
+
 /** Anthropic requires max_tokens; OpenAI's callers often send none. */
 export const DEFAULT_MAX_TOKENS = 4096;
 
 type Block = Record<string, unknown>;
 
+/** OpenAI parameters Anthropic has no equivalent for, each with the values that ask for nothing. */
+const REFUSED: NoEquivalent = {
+  ...NO_SAMPLING_CONTROLS,
+  ...OPENAI_ONLY,
+};
+
 export function toMessagesRequest(body: Readonly<Record<string, unknown>>, options: RequestOptions): Record<string, unknown> {
   const refuse = refuser(options.dropParams);
-  refuseUnhonoured(body, 'anthropic', refuse);
+  refuseUnsupported(body, REFUSED, 'anthropic', refuse);
 
-  const { system, turns } = chatTurns(body.messages, blockMaker(refuse), refuse);
-  const out: Record<string, unknown> = { model: options.model, max_tokens: maxTokensOf(body) ?? DEFAULT_MAX_TOKENS };
+  const { system, turns } = conversation(body.messages, refuse);
+  const out: Record<string, unknown> = { model: options.model, max_tokens: maxTokens(body) };
   if (system.length > 0) out.system = system;
   out.messages = turns;
   const stop = stopSequences(body.stop);
@@ -55,7 +61,7 @@ export function toMessagesRequest(body: Readonly<Record<string, unknown>>, optio
   if (typeof body.temperature === 'number') out.temperature = body.temperature;
   if (typeof body.top_p === 'number') out.top_p = body.top_p;
   if (typeof body.user === 'string' && body.user.length > 0) out.metadata = { user_id: body.user };
-  const tools = toolsOf(body.tools, refuse);
+  const tools = functionTools(body.tools, refuse).map((t) => ({ name: t.name, ...(t.description === undefined ? {} : { description: t.description }), input_schema: t.parameters ?? { type: 'object', properties: {} } }));
   const json = jsonSchemaOf(body.response_format, tools.length > 0, refuse);
   if (json !== null) {
     out.tools = [{ name: JSON_TOOL, description: JSON_TOOL_DESCRIPTION, input_schema: json }];
@@ -69,7 +75,34 @@ export function toMessagesRequest(body: Readonly<Record<string, unknown>>, optio
   return out;
 }
 
-function imageBlock(image: unknown, at: string): Block | null {
+function maxTokens(body: Readonly<Record<string, unknown>>): number {
+  return maxTokensOf(body) ?? DEFAULT_MAX_TOKENS;
+}
+
+function conversation(messages: unknown, refuse: Refuse): { system: Block[]; turns: Array<{ role: 'user' | 'assistant'; content: Block[] }> } {
+  const system: Block[] = [];
+  const turns = new Turns<'user' | 'assistant', Block>();
+  eachMessage(
+    messages,
+    {
+      system: (m, at) => system.push(...contentParts(m.content, `${at}.content`, textBlock, textOnly, refuse)),
+      user: (m, at) => turns.push('user', contentParts(m.content, `${at}.content`, textBlock, (part, where) => (part.type === 'image_url' ? imageBlock(part.image_url, `${where}.image_url`) : null), refuse)),
+      assistant: (m, at) =>
+        turns.push('assistant', [
+          ...contentParts(m.content, `${at}.content`, textBlock, textOnly, refuse),
+          ...toolCalls(m.tool_calls, at).map((call) => ({ type: 'tool_use', id: call.id, name: call.name, input: call.args })),
+        ]),
+      tool: (m, at) => turns.push('user', [toolResult(m, at, refuse)]),
+    },
+    refuse,
+  );
+  return { system, turns: turns.list.map((turn) => ({ role: turn.role, content: turn.blocks })) };
+}
+
+/** Anthropic refuses text blocks that are empty or only whitespace. */
+const textBlock = (text: string): Block[] => (text.trim().length > 0 ? [{ type: 'text', text }] : []);
+
+function imageBlock(image: unknown, at: string): Block {
   const url = isRecord(image) ? image.url : undefined;
   if (typeof url !== 'string' || url.length === 0) throw new GatewayError('invalid_request', `${at}.url: must be a URL`);
   const data = DATA_URL.exec(url);
@@ -78,25 +111,12 @@ function imageBlock(image: unknown, at: string): Block | null {
   throw new GatewayError('invalid_request', `${at}.url: must be an http(s) or base64 data URL`);
 }
 
-/** Anthropic's blocks; text is never blank here (chatTurns leaves blank text out, as Anthropic refuses it). */
-function blockMaker(refuse: Refuse): BlockMaker<Block> {
-  const make: BlockMaker<Block> = {
-    text: (text) => ({ type: 'text', text }),
-    image: (image, at) => imageBlock(image, at),
-    toolUse: ({ id, name, input }) => ({ type: 'tool_use', id, name, input }),
-    toolResult(toolCallId, content, at) {
-      // A string result as it is, parts as text blocks; none when blank.
-      const block: Block = { type: 'tool_result', tool_use_id: toolCallId };
-      const kept = typeof content === 'string' ? (isBlank(content) ? null : content) : contentBlocks(content, `${at}.content`, false, make, refuse);
-      if (kept !== null && kept.length > 0) block.content = kept;
-      return block;
-    },
-  };
-  return make;
-}
-
-function toolsOf(tools: unknown, refuse: Refuse): Block[] {
-  return functionTools(tools, refuse).map(({ name, description, parameters }) => ({ name, ...(description === null ? {} : { description }), input_schema: parameters }));
+function toolResult(message: Record<string, unknown>, at: string, refuse: Refuse): Block {
+  if (typeof message.tool_call_id !== 'string') throw new GatewayError('invalid_request', `${at}.tool_call_id: must be a string`);
+  const block: Block = { type: 'tool_result', tool_use_id: message.tool_call_id };
+  const content = typeof message.content === 'string' ? (message.content.trim().length > 0 ? message.content : null) : contentParts(message.content, `${at}.content`, textBlock, textOnly, refuse);
+  if (content !== null && content.length > 0) block.content = content;
+  return block;
 }
 
 function toolChoice(choice: unknown, serial: boolean): Block | null {

@@ -64,6 +64,9 @@ export class MessagesStreamTranslator {
 
   /** One event (its `event:` name, null when it had none, and its data); returns the SSE text to send, '' for none. */
   event(name: string | null, data: string): string {
+    // Most events of a stream are text deltas: their text goes on as it came, escaped, without a parse.
+    const text = this.#started && !this.#stopped && (name === null || name === 'content_block_delta') ? textDeltaInPlace(data) : null;
+    if (text !== null && this.#blocks.get(text.index)?.kind === 'text') return `${this.#head}{"content":"${text.escaped}"}${OPEN_TAIL}`;
     const event = tryParse(data);
     if (!isRecord(event)) throw new GatewayError('upstream_invalid_response', 'the provider stream carried an event whose data is not a JSON object');
     const type = name ?? event.type;
@@ -155,6 +158,60 @@ export class MessagesStreamTranslator {
     return `${this.#head}${JSON.stringify(delta)},"logprobs":null,"finish_reason":${JSON.stringify(finish)}}]}\n\n`;
   }
 }
+
+/**
+ * A text delta read in place: `{"type":"content_block_delta","index":<n>,
+ * "delta":{"type":"text_delta","text":"<escaped>"}}`, exactly as Anthropic
+ * writes it, with the text still JSON-escaped (it is spliced into the
+ * chunk as it is: an equivalent JSON string, though its escapes may be
+ * spelled otherwise than JSON.stringify's). Null for anything else, an
+ * empty text, or a text that is not a well-formed JSON string body: the
+ * parse then judges the event.
+ */
+export function textDeltaInPlace(data: string): { readonly index: number; readonly escaped: string } | null {
+  if (!data.startsWith(DELTA_PREFIX) || !data.endsWith(DELTA_SUFFIX)) return null;
+  const textAt = data.indexOf(TEXT_DELTA, DELTA_PREFIX.length);
+  if (textAt === -1) return null;
+  const index = digitsValue(data, DELTA_PREFIX.length, textAt);
+  const start = textAt + TEXT_DELTA.length;
+  const end = data.length - DELTA_SUFFIX.length;
+  if (index === -1 || end <= start || !isStringBody(data, start, end)) return null;
+  return { index, escaped: data.slice(start, end) };
+}
+
+const DELTA_PREFIX = '{"type":"content_block_delta","index":';
+const TEXT_DELTA = ',"delta":{"type":"text_delta","text":"';
+const DELTA_SUFFIX = '"}}';
+
+/** The value of the decimal digits from `start` to `end` (no sign, no leading zero but "0"), -1 if they are not that. */
+function digitsValue(text: string, start: number, end: number): number {
+  if (end <= start || end - start > 9 || (text.charCodeAt(start) === 0x30 && end - start > 1)) return -1;
+  let value = 0;
+  for (let i = start; i < end; i++) {
+    const c = text.charCodeAt(i) - 0x30;
+    if (c < 0 || c > 9) return -1;
+    value = value * 10 + c;
+  }
+  return value;
+}
+
+/** Whether `start` to `end` is the inside of a JSON string: no bare quote or control character, every escape valid. */
+function isStringBody(text: string, start: number, end: number): boolean {
+  for (let i = start; i < end; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22 || c < 0x20) return false;
+    if (c !== 0x5c) continue;
+    const e = text.charCodeAt(++i);
+    if (e === 0x75) {
+      if (i + 4 >= end || !/^[0-9a-fA-F]{4}$/.test(text.slice(i + 1, i + 5))) return false;
+      i += 4;
+    } else if (!SIMPLE_ESCAPES.has(e) || i >= end) return false;
+  }
+  return true;
+}
+
+/** The characters after a backslash that JSON allows, besides `u`: " \ / b f n r t. */
+const SIMPLE_ESCAPES: ReadonlySet<number> = new Set([0x22, 0x5c, 0x2f, 0x62, 0x66, 0x6e, 0x72, 0x74]);
 
 /** The rest of a chunk whose choice has no finish reason yet. */
 const OPEN_TAIL = ',"logprobs":null,"finish_reason":null}]}\n\n';

@@ -4,26 +4,20 @@
  * refuse. UPDATE_GOLDEN=1 rewrites the expected sides (read the diff).
  */
 import { join } from 'node:path';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { GatewayError } from '../../../protocol/errors.js';
 import { AttemptFailure } from '../../routing/failure.js';
-import { goldenFiles, sseData } from '../golden.js';
+import { expectUnsupported, goldenFiles, refusalOf, requestGoldens, sseData, translatedStream } from '../golden.js';
 import { anthropicError, anthropicHeaders } from './errors.js';
 import { toMessagesRequest, type RequestOptions } from './request.js';
 import { toChatCompletion, type ResponseOptions } from './response.js';
-import { MessagesStreamTranslator, type StreamOptions } from './stream.js';
+import { MessagesStreamTranslator, textDeltaInPlace, type StreamOptions } from './stream.js';
 
 const DIR = join(import.meta.dirname, 'golden');
 
 describe('chat request → Anthropic Messages request (golden files)', () => {
-  for (const golden of goldenFiles<{ about: string; options: RequestOptions; chat: Record<string, unknown>; anthropic: unknown }>(DIR, 'request-')) {
-    it(`${golden.name}: ${golden.case.about}`, () => {
-      const before = JSON.stringify(golden.case.chat);
-      golden.expectAt('anthropic', toMessagesRequest(golden.case.chat, golden.case.options));
-      // The body is the attempt loop's, shared by every attempt: never changed.
-      expect(JSON.stringify(golden.case.chat)).toBe(before);
-    });
-  }
+  requestGoldens<RequestOptions>(DIR, 'anthropic', toMessagesRequest);
 });
 
 describe('Anthropic message → chat.completion (golden files)', () => {
@@ -44,16 +38,9 @@ interface StreamCase {
 
 /** Feeds the events one by one; the chunks sent until the end or the failure, and the failure. */
 function translateEvents(options: StreamOptions, events: StreamCase['events']): { chunks: unknown[]; failure: unknown } {
-  const translator = new MessagesStreamTranslator(options);
-  let sse = '';
-  try {
-    for (const { event, data } of events) sse += translator.event(event, JSON.stringify(data));
-    sse += translator.end();
-  } catch (err) {
-    const failure = err instanceof AttemptFailure ? { kind: err.kind, code: err.code, status: err.status, message: err.message, detail: err.detail } : { code: (err as GatewayError).code, message: (err as Error).message };
-    return { chunks: sseData(sse), failure };
-  }
-  return { chunks: sseData(sse), failure: null };
+  return translatedStream(new MessagesStreamTranslator(options), events, (err) =>
+    err instanceof AttemptFailure ? { kind: err.kind, code: err.code, status: err.status, message: err.message, detail: err.detail } : { code: (err as GatewayError).code, message: (err as Error).message },
+  );
 }
 
 describe('Anthropic stream → chat.completion.chunk events (golden files)', () => {
@@ -68,6 +55,50 @@ describe('Anthropic stream → chat.completion.chunk events (golden files)', () 
       expect(chunks[0]).toBe(roles[0]);
     });
   }
+});
+
+describe('text deltas read in place', () => {
+  const OPTIONS: StreamOptions = { created: 1, includeUsage: false, jsonMode: false };
+  const started = (): MessagesStreamTranslator => {
+    const t = new MessagesStreamTranslator(OPTIONS);
+    t.event('message_start', JSON.stringify({ type: 'message_start', message: { id: 'msg_1', model: 'claude', usage: { input_tokens: 1, output_tokens: 0 } } }));
+    t.event('content_block_start', JSON.stringify({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }));
+    return t;
+  };
+  const deltaData = (index: number, text: string): string => JSON.stringify({ type: 'content_block_delta', index, delta: { type: 'text_delta', text } });
+
+  it('any text gives the chunk the parse would: same text once decoded', () => {
+    fc.assert(fc.property(fc.string({ unit: 'binary', minLength: 1 }), (text) => {
+      const data = deltaData(0, text);
+      expect(textDeltaInPlace(data)).not.toBeNull();
+      const [chunk] = sseData(started().event('content_block_delta', data)) as Array<{ choices: Array<{ delta: { content: string } }> }>;
+      expect(chunk?.choices[0]?.delta.content).toBe(text);
+    }), { numRuns: 200 });
+  });
+
+  it('escapes spelled otherwise than JSON.stringify\'s still decode to the same text', () => {
+    const data = '{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"\\u0041\\/\\u00e9"}}';
+    expect(textDeltaInPlace(data)?.escaped).toBe('\\u0041\\/\\u00e9');
+    const [chunk] = sseData(started().event('content_block_delta', data)) as Array<{ choices: Array<{ delta: { content: string } }> }>;
+    expect(chunk?.choices[0]?.delta.content).toBe('A/é');
+  });
+
+  it('anything but a well-formed text delta is left to the parse', () => {
+    for (const data of [
+      '{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a\\x"}}', // a bad escape
+      '{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a","x":"b"}}', // a bare quote: another key
+      '{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"ends\\"}}', // the closing quote escaped
+      '{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":""}}', // empty
+      '{"type":"content_block_delta","index":01,"delta":{"type":"text_delta","text":"a"}}', // not a JSON number
+      '{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"a"}}',
+    ]) expect(textDeltaInPlace(data), data).toBeNull();
+    // A text the parse refuses stays refused.
+    expect(() => started().event('content_block_delta', '{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a\\x"}}')).toThrow(GatewayError);
+  });
+
+  it('a delta of a block that is not text (or of no block) is not sent as text', () => {
+    expect(started().event('content_block_delta', deltaData(3, 'stray'))).toBe('');
+  });
 });
 
 describe('Anthropic errors and headers', () => {
@@ -112,14 +143,7 @@ describe('Anthropic errors and headers', () => {
 describe('what the request translation refuses', () => {
   const base = { model: 'a', messages: [{ role: 'user', content: 'hi' }] };
   const options = { model: 'claude-fake-1', dropParams: false };
-  const refusal = (body: Record<string, unknown>) => {
-    try {
-      toMessagesRequest(body, options);
-    } catch (err) {
-      return err as GatewayError;
-    }
-    throw new Error('not refused');
-  };
+  const refusal = (body: Record<string, unknown>) => refusalOf((body) => toMessagesRequest(body, options), body);
 
   it.each([
     [{ n: 2 }, 'n'],
@@ -132,11 +156,7 @@ describe('what the request translation refuses', () => {
     [{ messages: [{ role: 'user', content: [{ type: 'input_audio', input_audio: { data: 'x', format: 'wav' } }] }] }, 'messages[0].content[0].type'],
     [{ messages: [{ role: 'function', name: 'f', content: 'x' }] }, 'messages[0].role'],
   ])('%j → 400 unsupported_parameter naming %s', (extra, param) => {
-    const err = refusal({ ...base, ...extra });
-    expect(err).toBeInstanceOf(GatewayError);
-    expect(err.code).toBe('unsupported_parameter');
-    expect(err.message.startsWith(`${param}:`)).toBe(true);
-    expect(err.message).toContain('drop_params');
+    expectUnsupported(refusal({ ...base, ...extra }), param);
   });
 
   it('tool call arguments that are not a JSON object are the caller\'s 400', () => {

@@ -7,6 +7,7 @@
  * `retry-after`, `retry-after-ms`) are already the allowlist's names.
  */
 import { providerKey, settingsOf, type Upstream } from '../../../protocol/config.js';
+import type { AzureSettings } from './config.js';
 import type { Usage } from '../../../protocol/frames.js';
 import { GatewayError } from '../../../protocol/errors.js';
 import { allowlistedHeaders } from '../../rate-limit-headers.js';
@@ -21,7 +22,7 @@ import { AzureStreamNormaliser, azureError, normaliseCompletion } from './normal
 const OPERATIONS = { chat: 'chat/completions', embeddings: 'embeddings' } as const;
 const encoder = new TextEncoder();
 
-const apiVersion = (upstream: Pick<Upstream, 'settings'>): string => encodeURIComponent(settingsOf(upstream, 'azure').apiVersion);
+const apiVersion = (upstream: Pick<Upstream, 'settings'>): string => encodeURIComponent(settingsOf<AzureSettings>(upstream).apiVersion);
 
 function apiKey(headers: Record<string, string>, upstream: Pick<Upstream, 'credentials'>): void {
   const key = providerKey(upstream.credentials);
@@ -30,7 +31,7 @@ function apiKey(headers: Record<string, string>, upstream: Pick<Upstream, 'crede
 
 const dialect: HttpDialect = {
   request(call, headers) {
-    // A Responses API call reaches azure translated to chat (protocol/providers.ts: no pass-through yet).
+    // A Responses API call reaches azure translated to chat (its config.ts: no pass-through yet).
     if (call.op === 'responses') throw new GatewayError('unsupported_operation', 'the azure provider does not pass the Responses API through');
     apiKey(headers, call.upstream);
     const path = `/openai/deployments/${pathSegment(call.upstream.upstreamModel)}/${OPERATIONS[call.op]}?api-version=${apiVersion(call.upstream)}`;

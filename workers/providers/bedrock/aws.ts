@@ -13,7 +13,10 @@
  *   relay keeps its flow control: the SDK's own splitter (getChunkedStream)
  *   pulls from an async iterator and allocates whatever length a prelude
  *   declares. Here at most one unfinished message is held, and one longer
- *   than the cap fails the stream before anything is allocated for it.
+ *   than the cap fails the stream before anything is allocated for it. The
+ *   messages go on as a batch of named events, as the SSE parser hands its
+ *   events on, so the shared transport and translating relay take them as
+ *   they are.
  * The packages are imported on a bedrock deployment's first call
  * (`loadAwsLibraries`), so a worker, or an inline front, that serves none
  * never loads them (test/module-graph.test.ts).
@@ -22,7 +25,14 @@ import type { EventStreamCodec } from '@smithy/eventstream-codec';
 import type { SignatureV4 } from '@smithy/signature-v4';
 import type { Credentials } from '../../../protocol/config.js';
 import { GatewayError } from '../../../protocol/errors.js';
-import type { StreamMessage } from './stream.js';
+import type { SseBatch } from '../../sse.js';
+import { ERROR, EXCEPTION } from './stream.js';
+
+/** One decoded message as the translator reads it: its name (stream.ts says how exceptions and errors are named) and payload. */
+export interface StreamMessage {
+  readonly name: string;
+  readonly data: string;
+}
 
 /** The SigV4 service name of Bedrock's runtime endpoint. */
 const SERVICE = 'bedrock';
@@ -109,7 +119,16 @@ export async function sign(
 
 /** The least a message can be: prelude (8), prelude CRC (4), message CRC (4). */
 const MIN_MESSAGE_BYTES = 16;
-const NONE: readonly StreamMessage[] = [];
+/** What the parser hands on: always decoded events (never SSE's verbatim bytes). */
+type Decoded = Extract<SseBatch, { readonly verbatim: false }>;
+
+const NONE: Decoded = { verbatim: false, events: [], names: null };
+
+/** The messages of one chunk as a batch of named events. */
+function batchOf(messages: readonly StreamMessage[] | null): Decoded {
+  if (messages === null) return NONE;
+  return { verbatim: false, events: messages.map((m) => m.data), names: messages.map((m) => m.name) };
+}
 
 /** Whole event-stream messages out of the chunks as they come, decoded by the codec. */
 export class EventStreamParser {
@@ -126,7 +145,7 @@ export class EventStreamParser {
     this.#max = maxMessageBytes;
   }
 
-  push(chunk: Uint8Array): readonly StreamMessage[] {
+  push(chunk: Uint8Array): Decoded {
     let bytes = chunk;
     if (this.#carry !== null) {
       bytes = new Uint8Array(this.#carry.length + chunk.length);
@@ -154,17 +173,17 @@ export class EventStreamParser {
         this.#partial = new Uint8Array(length);
         this.#partial.set(bytes.subarray(offset));
         this.#filled = bytes.length - offset;
-        return out ?? NONE;
+        return batchOf(out);
       }
       (out ??= []).push(this.#decode(bytes.subarray(offset, offset + length)));
       offset += length;
     }
     if (offset < bytes.length) this.#carry = bytes.slice(offset);
-    return out ?? NONE;
+    return batchOf(out);
   }
 
   /** The stream ended: a message cut short is a reset. */
-  finish(): readonly StreamMessage[] {
+  finish(): Decoded {
     if (this.#partial !== null || this.#carry !== null) throw new GatewayError('upstream_reset', 'the provider stream ended inside an event-stream message');
     return NONE;
   }
@@ -183,6 +202,8 @@ function decode(codec: EventStreamCodec, toUtf8: (bytes: Uint8Array) => string, 
     return value !== undefined && value.type === 'string' ? value.value : '';
   };
   const messageType = header(':message-type');
-  if (messageType === 'error') return { messageType, name: header(':error-code'), payload: header(':error-message') };
-  return { messageType, name: header(messageType === 'exception' ? ':exception-type' : ':event-type'), payload: toUtf8(message.body) };
+  if (messageType === 'event') return { name: header(':event-type'), data: toUtf8(message.body) };
+  if (messageType === 'exception') return { name: EXCEPTION + header(':exception-type'), data: toUtf8(message.body) };
+  if (messageType === 'error') return { name: ERROR + header(':error-code'), data: header(':error-message') };
+  throw new GatewayError('upstream_invalid_response', `the provider stream sent a message of type "${messageType}"`);
 }

@@ -20,15 +20,16 @@ import { allowlistedHeaders } from '../../rate-limit-headers.js';
 import type { AttemptSink, Provider, ProviderCall } from '../adapter.js';
 import { includesUsage, jsonModeOf } from '../chat-request.js';
 import { bodyText, embeddingList, parseBody } from '../compatible.js';
-import { httpAttempt, type HttpDialect, type StreamFraming } from '../http-attempt.js';
+import { httpAttempt, type HttpDialect } from '../http-attempt.js';
 import { pathSegment } from '../path.js';
 import { TranslatingRelay } from '../translating-relay.js';
 import { EventStreamParser, loadAwsLibraries, sign, type AwsLibraries } from './aws.js';
+import type { BedrockSettings } from './config.js';
 import { BATCH_SIZE, embeddingFamily, embeddingRequest, embeddingTexts, embeddingVectors, type EmbeddingFamily } from './embeddings.js';
 import { bedrockError, errorTypeOf } from './errors.js';
 import { toConverseRequest } from './request.js';
 import { toChatCompletion } from './response.js';
-import { ConverseStreamTranslator, type StreamMessage } from './stream.js';
+import { ConverseStreamTranslator } from './stream.js';
 
 const encoder = new TextEncoder();
 const NO_QUERY: Readonly<Record<string, string>> = {};
@@ -51,17 +52,14 @@ async function authorize(upstream: Pick<Upstream, 'apiBase' | 'credentials' | 's
   const { credentials } = upstream;
   if (credentials.kind === 'key') headers.authorization = `Bearer ${credentials.key}`;
   const libraries = await awsLibraries();
-  if (credentials.kind === 'aws' && upstream.apiBase !== null) await sign(libraries, credentials, settingsOf(upstream, 'bedrock').region, upstream.apiBase, request, headers);
+  if (credentials.kind === 'aws' && upstream.apiBase !== null) await sign(libraries, credentials, settingsOf<BedrockSettings>(upstream).region, upstream.apiBase, request, headers);
 }
 
-/** Bedrock's stream framing (`application/vnd.amazon.eventstream`) for the shared transport. */
-const EVENT_STREAM: StreamFraming<readonly StreamMessage[]> = {
-  contentType: 'application/vnd.amazon.eventstream',
-  parser(maxMessageBytes) {
-    if (aws === null) throw new GatewayError('internal_error', 'the event-stream decoder is not loaded');
-    return new EventStreamParser(aws.decode, maxMessageBytes);
-  },
-};
+/** A stream's parser: the AWS event stream's messages as named events (aws.ts). */
+function eventStreamParser(maxMessageBytes: number): EventStreamParser {
+  if (aws === null) throw new GatewayError('internal_error', 'the event-stream decoder is not loaded');
+  return new EventStreamParser(aws.decode, maxMessageBytes);
+}
 
 const created = (): number => Math.floor(Date.now() / 1000);
 /** Converse answers with no id: the gateway's request id stands for it, so a caller's id finds the gateway's log line. */
@@ -76,7 +74,7 @@ async function invoke(call: ProviderCall, action: string, body: string, headers:
 
 const errorOf = (status: number, body: readonly Uint8Array[], raw: IncomingHttpHeaders) => bedrockError(status, bodyText(body), errorTypeOf(raw['x-amzn-errortype']));
 
-const converse: HttpDialect<readonly StreamMessage[]> = {
+const converse: HttpDialect = {
   request(call, headers) {
     // A Responses API call reaches bedrock translated to chat (workers/inbound/responses/).
     if (call.op !== 'chat') throw new GatewayError('unsupported_operation', 'the bedrock provider takes chat completions and embeddings only');
@@ -92,22 +90,12 @@ const converse: HttpDialect<readonly StreamMessage[]> = {
     return { body: encoder.encode(JSON.stringify(completion)), usage };
   },
   stream(call) {
-    return converseRelay(new ConverseStreamTranslator({ id: completionId(call), model: call.upstream.upstreamModel, created: created(), includeUsage: includesUsage(call.body), jsonMode: jsonModeOf(call.body) }));
+    return new TranslatingRelay(new ConverseStreamTranslator({ id: completionId(call), model: call.upstream.upstreamModel, created: created(), includeUsage: includesUsage(call.body), jsonMode: jsonModeOf(call.body) }));
   },
-  framing: EVENT_STREAM,
+  streamParser: eventStreamParser,
+  streamContentType: 'application/vnd.amazon.eventstream',
   readsServerErrors: true,
 };
-
-/** Each batch of decoded event-stream messages through the Converse stream translator. */
-export function converseRelay(translator: ConverseStreamTranslator): TranslatingRelay<readonly StreamMessage[]> {
-  return new TranslatingRelay({
-    translate(batch, out) {
-      for (const message of batch) out.text += translator.message(message);
-    },
-    end: () => translator.end(),
-    usage: () => translator.usage,
-  });
-}
 
 /** What the calls of one embeddings request gather: the vectors in input order, the tokens, the last answer's headers. */
 interface Gathered {

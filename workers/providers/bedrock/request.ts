@@ -31,8 +31,27 @@
  *   a field that is no OpenAI parameter is not sent.
  */
 import { GatewayError } from '../../../protocol/errors.js';
+import {
+  contentParts,
+  DATA_URL,
+  eachMessage,
+  functionTools,
+  JSON_TOOL,
+  JSON_TOOL_DESCRIPTION,
+  jsonSchemaOf,
+  maxTokensOf,
+  NO_SAMPLING_CONTROLS,
+  OPENAI_ONLY,
+  refuser,
+  refuseUnsupported,
+  stopSequences,
+  textOnly,
+  toolCalls,
+  Turns,
+  type NoEquivalent,
+  type Refuse,
+} from '../chat-request.js';
 import { isRecord } from '../compatible.js';
-import { DATA_URL, JSON_TOOL, JSON_TOOL_DESCRIPTION, chatTurns, contentBlocks, jsonSchemaOf, maxTokensOf, refuseUnhonoured, refuser, stopSequences, functionTools, type BlockMaker, type Refuse } from '../chat-request.js';
 
 export interface RequestOptions {
   /** `drop_params`: drop what would be refused. */
@@ -41,21 +60,28 @@ export interface RequestOptions {
 
 type Block = Record<string, unknown>;
 
+/** OpenAI parameters Converse has no equivalent for, each with the values that ask for nothing. */
+const REFUSED: NoEquivalent = {
+  ...NO_SAMPLING_CONTROLS,
+  parallel_tool_calls: (v) => v !== false,
+  ...OPENAI_ONLY,
+};
+
 /** Converse's image formats, by media type. */
 const IMAGE_FORMATS: Readonly<Record<string, string>> = { 'image/png': 'png', 'image/jpeg': 'jpeg', 'image/jpg': 'jpeg', 'image/gif': 'gif', 'image/webp': 'webp' };
 
 export function toConverseRequest(body: Readonly<Record<string, unknown>>, options: RequestOptions): Record<string, unknown> {
   const refuse = refuser(options.dropParams);
-  refuseUnhonoured(body, 'bedrock', refuse);
-  if (body.parallel_tool_calls === false) refuse('parallel_tool_calls', 'Converse cannot keep a model to one tool call');
+  refuseUnsupported(body, REFUSED, 'bedrock', refuse);
 
-  const { system, turns, toolBlocks, toolNames } = chatTurns(body.messages, blockMaker(refuse), refuse);
+  const { system, turns, toolNames } = conversation(body.messages, refuse);
   const out: Record<string, unknown> = { messages: turns };
   if (system.length > 0) out.system = system;
   const inference = inferenceConfig(body);
   if (inference !== null) out.inferenceConfig = inference;
-  const tools = toolsOf(body.tools, refuse);
+  const tools = functionTools(body.tools, refuse).map((t) => ({ toolSpec: { name: t.name, ...(t.description ? { description: t.description } : {}), inputSchema: { json: t.parameters ?? { type: 'object', properties: {} } } } }));
   const json = jsonSchemaOf(body.response_format, tools.length > 0, refuse);
+  const toolBlocks = toolNames !== null;
   if (json !== null) {
     out.toolConfig = { tools: [{ toolSpec: { name: JSON_TOOL, description: JSON_TOOL_DESCRIPTION, inputSchema: { json } } }], toolChoice: { tool: { name: JSON_TOOL } } };
   } else if (tools.length > 0) {
@@ -63,7 +89,7 @@ export function toConverseRequest(body: Readonly<Record<string, unknown>>, optio
     if (choice !== NONE) out.toolConfig = choice === null ? { tools } : { tools, toolChoice: choice };
   }
   // Converse refuses tool blocks without a toolConfig: the tools the conversation used are declared, with an open schema.
-  if (toolBlocks && out.toolConfig === undefined) out.toolConfig = { tools: [...toolNames].map((name) => ({ toolSpec: { name, inputSchema: { json: { type: 'object' } } } })) };
+  if (toolNames !== null && out.toolConfig === undefined) out.toolConfig = { tools: [...toolNames].map((name) => ({ toolSpec: { name, inputSchema: { json: { type: 'object' } } } })) };
   return out;
 }
 
@@ -78,37 +104,49 @@ function inferenceConfig(body: Readonly<Record<string, unknown>>): Block | null 
   return Object.keys(config).length > 0 ? config : null;
 }
 
-/** A base64 data URL as an image block; Converse reads no URL (only bytes, or S3), so an http(s) one is refused. */
+/** The turns; `toolNames`: the tools the conversation's assistant turns called, null when it holds no tool block at all. */
+function conversation(messages: unknown, refuse: Refuse): { system: Block[]; turns: Array<{ role: 'user' | 'assistant'; content: Block[] }>; toolNames: Set<string> | null } {
+  const system: Block[] = [];
+  const turns = new Turns<'user' | 'assistant', Block>();
+  let toolNames: Set<string> | null = null;
+  const image = (part: Record<string, unknown>, where: string) => (part.type === 'image_url' ? imageBlock(part.image_url, `${where}.image_url`, refuse) : null);
+  eachMessage(
+    messages,
+    {
+      system: (m, at) => system.push(...contentParts(m.content, `${at}.content`, textBlock, textOnly, refuse)),
+      user: (m, at) => turns.push('user', contentParts(m.content, `${at}.content`, textBlock, image, refuse)),
+      assistant: (m, at) => {
+        const calls = toolCalls(m.tool_calls, at);
+        for (const call of calls) (toolNames ??= new Set()).add(call.name);
+        turns.push('assistant', [...contentParts(m.content, `${at}.content`, textBlock, textOnly, refuse), ...calls.map((call) => ({ toolUse: { toolUseId: call.id, name: call.name, input: call.args } }))]);
+      },
+      tool: (m, at) => {
+        if (typeof m.tool_call_id !== 'string') throw new GatewayError('invalid_request', `${at}.tool_call_id: must be a string`);
+        toolNames ??= new Set();
+        // Its text as text blocks; none when blank: Converse takes an empty content list, not a blank block.
+        turns.push('user', [{ toolResult: { toolUseId: m.tool_call_id, content: contentParts(m.content, `${at}.content`, textBlock, textOnly, refuse) } }]);
+      },
+    },
+    refuse,
+  );
+  return { system, turns: turns.list.map((turn) => ({ role: turn.role, content: turn.blocks })), toolNames };
+}
+
+/** Converse refuses text blocks that are empty or only whitespace. */
+const textBlock = (text: string): Block[] => (text.trim().length > 0 ? [{ text }] : []);
+
+/** A base64 data URL as an image block; Converse reads no URL (only bytes, or S3), so an http(s) one is refused (dropped with drop_params). */
 function imageBlock(image: unknown, at: string, refuse: Refuse): Block | null {
   const url = isRecord(image) ? image.url : undefined;
   if (typeof url !== 'string' || url.length === 0) throw new GatewayError('invalid_request', `${at}.url: must be a URL`);
   const data = DATA_URL.exec(url);
-  if (data === null) {
-    refuse(`${at}.url`, 'Converse takes images as base64 data URLs only, not by URL');
-    return null;
-  }
-  const format = IMAGE_FORMATS[(data[1] as string).toLowerCase()];
-  if (format === undefined) {
-    refuse(`${at}.url`, `Converse takes png, jpeg, gif and webp images, not ${String(data[1])}`);
+  const format = data === null ? undefined : IMAGE_FORMATS[(data[1] as string).toLowerCase()];
+  if (data === null || format === undefined) {
+    refuse(`${at}.url`, data === null ? 'Converse takes images as base64 data URLs only, not by URL' : `Converse takes png, jpeg, gif and webp images, not ${String(data[1])}`);
+    // Dropped (drop_params): contentParts's own refusal of a null part is then a no-op too.
     return null;
   }
   return { image: { format, source: { bytes: data[2] } } };
-}
-
-/** Converse's blocks; text is never blank here (chatTurns leaves blank text out, as Converse refuses it). */
-function blockMaker(refuse: Refuse): BlockMaker<Block> {
-  const make: BlockMaker<Block> = {
-    text: (text) => ({ text }),
-    image: (image, at) => imageBlock(image, at, refuse),
-    toolUse: ({ id, name, input }) => ({ toolUse: { toolUseId: id, name, input } }),
-    // Its text as text blocks; none when blank: Converse takes an empty content list, not a blank block.
-    toolResult: (toolCallId, content, at) => ({ toolResult: { toolUseId: toolCallId, content: contentBlocks(content, `${at}.content`, false, make, refuse) } }),
-  };
-  return make;
-}
-
-function toolsOf(tools: unknown, refuse: Refuse): Block[] {
-  return functionTools(tools, refuse).map(({ name, description, parameters }) => ({ toolSpec: { name, ...(description ? { description } : {}), inputSchema: { json: parameters } } }));
 }
 
 /** `tool_choice: none`: no toolConfig. */

@@ -1,6 +1,10 @@
 /**
  * A ConverseStream as `chat.completion.chunk` events (pure: decoded
  * event-stream messages in, SSE text out; examples in bedrock/golden/).
+ * The event-stream parser (aws.ts) hands each message on as an event:
+ * its `:event-type` as the name and its payload as the data; an exception
+ * frame as `exception:<:exception-type>`, an error frame as
+ * `error:<:error-code>` with its `:error-message` as the data.
  * CONTRACT.md, Native providers, Streams:
  * - `messageStart` → the role chunk (`delta: {role: "assistant", content: ""}`), exactly once;
  * - `contentBlockDelta` text → `delta.content` (Converse sends no start
@@ -26,18 +30,13 @@ import { GatewayError } from '../../../protocol/errors.js';
 import type { Usage } from '../../../protocol/frames.js';
 import { JSON_TOOL } from '../chat-request.js';
 import { isRecord, tryParse } from '../compatible.js';
+import type { StreamTranslator } from '../translating-relay.js';
 import { streamExceptionFailure } from './errors.js';
 import { compatibleUsage, finishReason } from './response.js';
 
-/** One decoded event-stream message, as the framing (aws.ts) hands it on. */
-export interface StreamMessage {
-  /** `:message-type`: `event`, `exception` or `error`. */
-  readonly messageType: string;
-  /** `:event-type`, `:exception-type` or `:error-code`. */
-  readonly name: string;
-  /** The payload as text (an error frame's `:error-message`). */
-  readonly payload: string;
-}
+/** The event name of an exception frame (`exception:throttlingException`) and of an error frame (`error:<code>`). */
+export const EXCEPTION = 'exception:';
+export const ERROR = 'error:';
 
 export interface StreamOptions {
   readonly id: string;
@@ -54,7 +53,7 @@ export interface StreamOptions {
 /** What a content block of the stream becomes (text blocks have no start event: any unknown index is text). */
 type BlockKind = { readonly kind: 'tool'; readonly index: number } | { readonly kind: 'json' };
 
-export class ConverseStreamTranslator {
+export class ConverseStreamTranslator implements StreamTranslator {
   readonly #options: StreamOptions;
   readonly #blocks = new Map<unknown, BlockKind>();
   #usage: Usage = { prompt: 0, completion: 0 };
@@ -77,16 +76,17 @@ export class ConverseStreamTranslator {
     return this.#usage;
   }
 
-  /** One message; returns the SSE text to send, '' for none. Throws the attempt's failure on an exception or error frame. */
-  message(message: StreamMessage): string {
-    if (message.messageType === 'exception' || message.messageType === 'error') throw streamExceptionFailure(message.name, message.payload);
-    if (message.messageType !== 'event') throw new GatewayError('upstream_invalid_response', `the provider stream sent a message of type "${message.messageType}"`);
+  /** One message (its name and payload, as aws.ts names them); returns the SSE text to send, '' for none. Throws the attempt's failure on an exception or error frame. */
+  event(name: string | null, data: string): string {
+    if (name === null) throw new GatewayError('upstream_invalid_response', 'the provider stream sent a message without a type');
+    if (name.startsWith(EXCEPTION)) throw streamExceptionFailure(name.slice(EXCEPTION.length), data);
+    if (name.startsWith(ERROR)) throw streamExceptionFailure(name.slice(ERROR.length), data);
     if (this.#done) return '';
-    const event = tryParse(message.payload);
+    const event = tryParse(data);
     if (!isRecord(event)) throw new GatewayError('upstream_invalid_response', 'the provider stream carried an event whose payload is not a JSON object');
-    if (message.name === 'messageStart') return this.#start();
-    if (!this.#started) throw new GatewayError('upstream_invalid_response', `the provider stream sent "${message.name}" before messageStart`);
-    switch (message.name) {
+    if (name === 'messageStart') return this.#start();
+    if (!this.#started) throw new GatewayError('upstream_invalid_response', `the provider stream sent "${name}" before messageStart`);
+    switch (name) {
       case 'contentBlockStart':
         return this.#blockStart(event.contentBlockIndex, event.start);
       case 'contentBlockDelta':

@@ -16,7 +16,7 @@ import { BATCH_SIZE, embeddingFamily, embeddingRequest, embeddingTexts, embeddin
 import { bedrockError, errorTypeOf } from './errors.js';
 import { toConverseRequest, type RequestOptions } from './request.js';
 import { toChatCompletion, type ResponseOptions } from './response.js';
-import { ConverseStreamTranslator, type StreamMessage, type StreamOptions } from './stream.js';
+import { ConverseStreamTranslator, ERROR, EXCEPTION, type StreamOptions } from './stream.js';
 
 const DIR = join(import.meta.dirname, 'golden');
 
@@ -55,7 +55,11 @@ interface StreamCase {
   failure: unknown;
 }
 
-const asMessage = (m: StreamCase['messages'][number]): StreamMessage => ({ messageType: m.messageType ?? 'event', name: m.name, payload: typeof m.payload === 'string' ? m.payload : JSON.stringify(m.payload) });
+/** A golden message as the parser hands it on: its event name (exceptions and errors prefixed) and payload. */
+const asEvent = (m: StreamCase['messages'][number]): { name: string; data: string } => ({
+  name: m.messageType === 'exception' ? EXCEPTION + m.name : m.messageType === 'error' ? ERROR + m.name : m.name,
+  data: typeof m.payload === 'string' ? m.payload : JSON.stringify(m.payload),
+});
 
 const failureOf = (err: unknown) =>
   err instanceof AttemptFailure
@@ -67,7 +71,10 @@ function translateMessages(options: StreamOptions, messages: StreamCase['message
   const translator = new ConverseStreamTranslator(options);
   let sse = '';
   try {
-    for (const message of messages) sse += translator.message(asMessage(message));
+    for (const message of messages) {
+      const { name, data } = asEvent(message);
+      sse += translator.event(name, data);
+    }
     sse += translator.end();
   } catch (err) {
     return { chunks: sseData(sse), failure: failureOf(err) };
@@ -144,25 +151,26 @@ describe('the event-stream framing (EventStreamParser over frames the codec enco
   it('gives each whole message once, whatever the chunking: byte by byte, and several in one chunk', () => {
     const bytes = join([frame('messageStart', { role: 'assistant' }), frame('contentBlockDelta', { delta: { text: 'héllo' } }), frame('messageStop', { stopReason: 'end_turn' })]);
     const all = new EventStreamParser(decode, 1 << 20).push(bytes);
-    expect(all.map((m) => [m.messageType, m.name, JSON.parse(m.payload) as unknown])).toEqual([
-      ['event', 'messageStart', { role: 'assistant' }],
-      ['event', 'contentBlockDelta', { delta: { text: 'héllo' } }],
-      ['event', 'messageStop', { stopReason: 'end_turn' }],
-    ]);
+    expect(all.names).toEqual(['messageStart', 'contentBlockDelta', 'messageStop']);
+    expect(all.events.map((e) => JSON.parse(e) as unknown)).toEqual([{ role: 'assistant' }, { delta: { text: 'héllo' } }, { stopReason: 'end_turn' }]);
     const parser = new EventStreamParser(decode, 1 << 20);
-    const one: StreamMessage[] = [];
-    for (let i = 0; i < bytes.length; i++) one.push(...parser.push(bytes.subarray(i, i + 1)));
-    expect(one).toEqual(all);
-    expect(parser.finish()).toEqual([]);
+    const names: Array<string | null> = [];
+    const events: string[] = [];
+    for (let i = 0; i < bytes.length; i++) {
+      const batch = parser.push(bytes.subarray(i, i + 1));
+      names.push(...(batch.names ?? []));
+      events.push(...batch.events);
+    }
+    expect({ names, events }).toEqual({ names: all.names, events: all.events });
+    expect(parser.finish().events).toEqual([]);
   });
 
   it('exception and error frames carry their names; the payload of an error frame is its :error-message', () => {
     const exception = codec.encode({ headers: { ':message-type': { type: 'string', value: 'exception' }, ':exception-type': { type: 'string', value: 'throttlingException' } }, body: fromUtf8('{"message":"slow down"}') });
     const error = codec.encode({ headers: { ':message-type': { type: 'string', value: 'error' }, ':error-code': { type: 'string', value: 'InternalFailure' }, ':error-message': { type: 'string', value: 'boom' } }, body: new Uint8Array(0) });
-    expect(new EventStreamParser(decode, 1 << 20).push(join([exception, error]))).toEqual([
-      { messageType: 'exception', name: 'throttlingException', payload: '{"message":"slow down"}' },
-      { messageType: 'error', name: 'InternalFailure', payload: 'boom' },
-    ]);
+    const batch = new EventStreamParser(decode, 1 << 20).push(join([exception, error]));
+    expect(batch.names).toEqual(['exception:throttlingException', 'error:InternalFailure']);
+    expect(batch.events).toEqual(['{"message":"slow down"}', 'boom']);
   });
 
   it('a corrupted message (CRC), a message over the cap (before anything is allocated for it) and a stream ending mid-message fail', () => {
@@ -173,7 +181,7 @@ describe('the event-stream framing (EventStreamParser over frames the codec enco
     const huge = new Uint8Array([0x7f, 0xff, 0xff, 0xff, 0, 0, 0, 0]);
     expect(() => new EventStreamParser(decode, 1 << 20).push(huge)).toThrow(expect.objectContaining({ code: 'upstream_response_too_large' }));
     const cut = new EventStreamParser(decode, 1 << 20);
-    expect(cut.push(good.subarray(0, good.length - 1))).toEqual([]);
+    expect(cut.push(good.subarray(0, good.length - 1)).events).toEqual([]);
     expect(() => cut.finish()).toThrow(expect.objectContaining({ code: 'upstream_reset' }));
     const prelude = new EventStreamParser(decode, 1 << 20);
     prelude.push(good.subarray(0, 2));

@@ -7,6 +7,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { settingsOf } from '../../../protocol/config.js';
+import type { MockSettings } from './config.js';
 import type { Usage } from '../../../protocol/frames.js';
 import type { AttemptSink, Provider, ProviderCall } from '../adapter.js';
 import { embeddingList } from '../compatible.js';
@@ -19,7 +20,7 @@ export const mockProvider: Provider = {
   probe: () => null,
   async call(call, sink) {
     const started = performance.now();
-    const mock = settingsOf(call.upstream, 'mock');
+    const mock = settingsOf<MockSettings>(call.upstream);
     if (mock.latencyMs > 0) await sleep(mock.latencyMs, undefined, { signal: call.control.signal });
     call.headersAt = performance.now();
     if (mock.fault !== 'none') return injectFault(mock.fault);
@@ -50,7 +51,7 @@ export const mockProvider: Provider = {
 };
 
 async function stream(call: ProviderCall, sink: AttemptSink, s: { id: string; model: string; words: string[]; usage: Usage; started: number }): Promise<void> {
-  const { chunkIntervalMs } = settingsOf(call.upstream, 'mock');
+  const { chunkIntervalMs } = settingsOf<MockSettings>(call.upstream);
   const chunk = (delta: object, finish: string | null) =>
     `data: ${JSON.stringify({ id: s.id, object: 'chat.completion.chunk', created: CREATED, model: s.model, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }] })}\n\n`;
   sink.head([]);
@@ -78,7 +79,7 @@ function embeddings(call: ProviderCall): { body: string; usage: Usage } {
   const raw = call.body.input;
   const inputs: unknown[] = Array.isArray(raw) ? raw : [raw];
   const requested = call.body.dimensions;
-  const dims = typeof requested === 'number' && Number.isInteger(requested) && requested > 0 && requested <= 65_536 ? requested : settingsOf(call.upstream, 'mock').embeddingDimensions;
+  const dims = typeof requested === 'number' && Number.isInteger(requested) && requested > 0 && requested <= 65_536 ? requested : settingsOf<MockSettings>(call.upstream).embeddingDimensions;
   let tokens = 0;
   const vectors = inputs.map((input) => {
     const text = typeof input === 'string' ? input : JSON.stringify(input);

@@ -1,0 +1,85 @@
+/**
+ * The commit point's judgement of a stream's events (carriesContent): the
+ * byte-level shortcut for a chat chunk's text must agree with a judgement
+ * of the parsed events, whatever the text holds (quotes, backslashes, the
+ * words `"content":"` themselves) and wherever an error hides.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { carriesContent } from './commit-gate.js';
+import { AttemptFailure } from './failure.js';
+
+const sse = (...events: unknown[]): Uint8Array => Buffer.from(events.map((e) => `data: ${typeof e === 'string' ? e : JSON.stringify(e)}\n\n`).join(''));
+const chunk = (delta: Record<string, unknown>, finish: string | null = null, extra: Record<string, unknown> = {}) => ({
+  id: 'chatcmpl-1', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }], ...extra,
+});
+
+/** The judgement from the parsed events: what the shortcut must agree with. */
+function judged(events: readonly unknown[]): boolean | 'error' {
+  for (const event of events) {
+    if (event === '[DONE]') return true;
+    const e = event as { error?: unknown; type?: unknown; choices?: Array<{ finish_reason: unknown; delta?: Record<string, unknown> }> };
+    if ('error' in e || e.type === 'error' || e.type === 'response.failed') return 'error';
+    for (const c of e.choices ?? []) {
+      if (c.finish_reason !== null && c.finish_reason !== undefined) return true;
+      const d = c.delta ?? {};
+      if (['content', 'reasoning_content', 'reasoning', 'refusal'].some((k) => typeof d[k] === 'string' && (d[k] as string).length > 0)) return true;
+      if (Array.isArray(d.tool_calls) && d.tool_calls.length > 0) return true;
+    }
+  }
+  return false;
+}
+
+function verdict(bytes: Uint8Array): boolean | 'error' {
+  try {
+    return carriesContent(bytes);
+  } catch (err) {
+    expect(err).toBeInstanceOf(AttemptFailure);
+    return 'error';
+  }
+}
+
+describe('carriesContent', () => {
+  it('a role chunk is held; the first text, a finish reason, a tool call or [DONE] commits', () => {
+    expect(carriesContent(sse(chunk({ role: 'assistant', content: '' })))).toBe(false);
+    expect(carriesContent(sse(chunk({ role: 'assistant', content: '' }), chunk({ content: 'Hi' })))).toBe(true);
+    expect(carriesContent(sse(chunk({}, 'stop')))).toBe(true);
+    expect(carriesContent(sse(chunk({ tool_calls: [{ index: 0, id: 'c', type: 'function', function: { name: 'f', arguments: '' } }] })))).toBe(true);
+    expect(carriesContent(sse('[DONE]'))).toBe(true);
+  });
+
+  it('text that only looks like a content key inside another string does not commit', () => {
+    // In another field's string the words are escaped (\"content\":\"x): no key.
+    const tricky = chunk({ role: 'assistant', content: '' }, null, { system_fingerprint: '"content":"x' });
+    expect(carriesContent(sse(tricky))).toBe(false);
+    expect(carriesContent(sse(chunk({ role: 'assistant', content: '' }), chunk({ content: '' }, null, { note: 'a "content":"b' })))).toBe(false);
+  });
+
+  it('an error event fails the attempt, even one that carries text beside it', () => {
+    expect(() => carriesContent(sse({ error: { message: 'overloaded' }, choices: [{ index: 0, delta: { content: 'x' }, finish_reason: null }] }))).toThrow(AttemptFailure);
+    expect(() => carriesContent(sse(chunk({ role: 'assistant', content: '' }), { error: { message: 'boom' } }))).toThrow(AttemptFailure);
+  });
+
+  it('agrees with the parsed judgement on random streams', () => {
+    const text = fc.oneof(fc.constantFrom('', 'x', '"content":"', '\\', '\\"', '"error"', '"type"', 'tok "q" \\n'), fc.string());
+    const event = fc.oneof(
+      text.map((t) => chunk({ role: 'assistant', content: t })),
+      text.map((t) => chunk({ content: t })),
+      text.map((t) => chunk({ reasoning_content: t })),
+      fc.constant(chunk({}, 'stop')),
+      fc.constant(chunk({ content: null })),
+      text.map((t) => chunk({ role: 'assistant', content: '' }, null, { system_fingerprint: t })),
+      text.map((t) => ({ error: { message: t } })),
+      text.map((t) => ({ type: 'response.output_text.delta', delta: t })),
+      text.map((t) => ({ choices: [{ index: 0, delta: { content: t }, logprobs: { content: [{ token: t }] }, finish_reason: null }] })),
+    );
+    fc.assert(fc.property(fc.array(event, { minLength: 1, maxLength: 4 }), (events) => {
+      const expected = judged(events);
+      // Responses API events commit unless they are its preamble: none of these is, so a typed event commits.
+      const typed = events.findIndex((e) => typeof (e as { type?: unknown }).type === 'string');
+      const upTo = typed === -1 ? events : events.slice(0, typed);
+      const wanted = typed === -1 ? expected : (judged(upTo) === false ? true : judged(upTo));
+      expect(verdict(sse(...events))).toBe(wanted);
+    }), { numRuns: 500 });
+  });
+});
