@@ -17,7 +17,7 @@
 //                        runs a short bench into a temporary file, so the committed run stays)
 //   BENCH_ONLY=routing   only the routing scenarios (docs/ROUTING.md), printed, nothing written: a smoke
 //                        run of them (`BENCH_ONLY=routing BENCH_SECONDS=1 BENCH_REPEATS=1 npm run bench`)
-//   BENCH_ONLY=native    only the native-provider scenarios (anthropic against openai), likewise
+//   BENCH_ONLY=native    only the native-provider scenarios (anthropic and bedrock against openai), likewise
 //   BENCH_ONLY=tracing   only the tracing scenarios (tracing off against on at 100 % sampling), likewise
 //
 // Never accumulate or re-scan a child's stdout (the gateway logs every request): it is drained.
@@ -205,6 +205,8 @@ writeFileSync(config, `model_list:
     params: { model: openai/bench-model, api_base: ${upstreamBase}/v1, api_key: upstream-key, responses_api: true }
   - model_name: bench-claude
     params: { model: anthropic/bench-model, api_base: ${upstreamBase}/anthropic, api_key: upstream-key }
+  - model_name: bench-bedrock
+    params: { model: bedrock/bench-model, api_base: ${upstreamBase}/bedrock, aws_access_key_id: AKIABENCHBENCHBENCH0, aws_secret_access_key: bench-secret, aws_region_name: us-east-1 }
 ${routingYaml(upstreamBase)}`);
 const gatewayEnv = (workers, port) => ({ GATEWAY_CONFIG: config, GATEWAY_API_KEY: KEY, PORT: String(port), HOST: '127.0.0.1', GATEWAY_WORKERS: workers, LOG_LEVEL: 'info' });
 const servers = {
@@ -285,18 +287,26 @@ const ROUTING_SCENARIOS = [
 ];
 
 /**
- * The native-provider scenarios (issue 23): chat and streams of 20 chunks at concurrency 64 through the
- * `anthropic` adapter (the request translated to a Messages request, the answer and every stream event
- * translated back) beside the same through `openai` (passed through), back to back in each repeat.
- * Goal: translated throughput at least 0.75× the pass-through's in the same run.
+ * The native-provider scenarios (issues 23 and 25): chat and streams of 20 chunks at concurrency 64
+ * through the `anthropic` adapter (the request translated to a Messages request, the answer and every
+ * stream event translated back) and the `bedrock` adapter (each request signed with SigV4, the stream
+ * an AWS event stream decoded and translated frame by frame), beside the same through `openai`
+ * (passed through), back to back in each repeat; and streams at concurrency 1 through openai and
+ * bedrock, for the time to the first byte that translation adds. Goals: translated throughput at
+ * least 0.75× the pass-through's in the same run for anthropic, 0.7× for bedrock's streams.
  */
 const NATIVE_SCENARIOS = [
   { key: 'openaiChat', name: 'native: chat c64 through openai (passed through)', body: chatBody },
   { key: 'claudeChat', name: 'native: chat c64 through anthropic (translated)', body: chatBody.replace('"bench-chat"', '"bench-claude"') },
+  { key: 'bedrockChat', name: 'native: chat c64 through bedrock (signed, translated)', body: chatBody.replace('"bench-chat"', '"bench-bedrock"') },
   { key: 'openaiStream', name: 'native: stream of 20 chunks c64 through openai (passed through)', body: streamBody },
   { key: 'claudeStream', name: 'native: stream of 20 chunks c64 through anthropic (translated)', body: streamBody.replace('"bench-chat"', '"bench-claude"') },
+  { key: 'bedrockStream', name: 'native: stream of 20 chunks c64 through bedrock (signed, event stream translated)', body: streamBody.replace('"bench-chat"', '"bench-bedrock"') },
+  { key: 'openaiStream1', name: 'native: stream of 20 chunks c1 through openai (passed through)', body: streamBody, connections: 1 },
+  { key: 'bedrockStream1', name: 'native: stream of 20 chunks c1 through bedrock (signed, event stream translated)', body: streamBody.replace('"bench-chat"', '"bench-bedrock"'), connections: 1 },
 ];
 const NATIVE_GOAL = 0.75;
+const BEDROCK_GOAL = 0.7;
 
 /**
  * The tracing scenarios (issue 26): chat and streams of 20 chunks at concurrency 64 through each Switchyard
@@ -432,21 +442,21 @@ for (const name of switchyardModes) {
 // answers every call with 500 (its first allowed_fails failures fall in the warm-up; then it is
 // cooled, and half-open once per cooldown_time). Only Switchyard runs them: the others have no groups.
 /**
- * Chat c64 with each of `list`'s bodies, back to back in each repeat and Switchyard mode, after one
+ * Chat with each of `list`'s bodies (at its `connections`, default 64), back to back in each repeat and Switchyard mode, after one
  * warm-up of each; mode → key → [result with cpuPerReqUs]. `skip`: nothing is run (the lists stay empty).
  * `targetOf(mode, entry)`: where an entry's requests go (default: the mode's long-running gateway).
  */
 async function backToBack(list, skip, targetOf = (name) => targets[name]) {
   const out = Object.fromEntries(switchyardModes.map((n) => [n, Object.fromEntries(list.map((r) => [r.key, []]))]));
   for (const name of skip ? [] : switchyardModes) {
-    for (const r of list) await run({ url: targetOf(name, r).url, path: '/v1/chat/completions', body: r.body, headers: targetOf(name, r).headers, connections: 64, durationMs: WARMUP_MS_EACH, warmupMs: 0 });
+    for (const r of list) await run({ url: targetOf(name, r).url, path: '/v1/chat/completions', body: r.body, headers: targetOf(name, r).headers, connections: r.connections ?? 64, durationMs: WARMUP_MS_EACH, warmupMs: 0 });
   }
   for (let i = 0; i < (skip ? 0 : repeats); i++) {
     for (const name of switchyardModes) {
       for (const r of list) {
         const t = targetOf(name, r);
         const cpu0 = cpuSeconds(t.pid);
-        const res = await run({ url: t.url, path: '/v1/chat/completions', body: r.body, headers: t.headers, connections: 64, durationMs: seconds * 1000 });
+        const res = await run({ url: t.url, path: '/v1/chat/completions', body: r.body, headers: t.headers, connections: r.connections ?? 64, durationMs: seconds * 1000 });
         res.cpuPerReqUs = ((cpuSeconds(t.pid) - cpu0) * 1e6) / res.total;
         out[name][r.key].push(res);
       }
@@ -477,6 +487,11 @@ const nativeFigures = (name) => {
   return {
     chat: stats(m.claudeChat.map((r, i) => r.rps / m.openaiChat[i].rps)),
     stream: stats(m.claudeStream.map((r, i) => r.rps / m.openaiStream[i].rps)),
+    bedrockChat: stats(m.bedrockChat.map((r, i) => r.rps / m.openaiChat[i].rps)),
+    bedrockStream: stats(m.bedrockStream.map((r, i) => r.rps / m.openaiStream[i].rps)),
+    // The time to the first byte bedrock's signing and translation add, at concurrency 1 (and 64), in µs.
+    bedrockTtfb1: stats(m.bedrockStream1.map((r, i) => us(r.ttfbP50 - m.openaiStream1[i].ttfbP50))),
+    bedrockTtfb64: stats(m.bedrockStream.map((r, i) => us(r.ttfbP50 - m.openaiStream[i].ttfbP50))),
     errors: Object.values(m).flat().reduce((n, r) => n + r.errors, 0),
   };
 };
@@ -485,10 +500,11 @@ for (const name of routingOnly || tracingOnly ? [] : switchyardModes) {
   for (const r of NATIVE_SCENARIOS) {
     const m = native[name][r.key];
     const cpu = median(m.map((x) => x.cpuPerReqUs));
-    const perChunk = r.key.endsWith('Stream') ? `, ${fmt(cpu / STREAM_CHUNKS, 2)} µs per chunk` : '';
-    console.log(`${r.name} [${name}]: ${fmt(median(m.map((x) => x.rps)))} req/s, CPU ${fmt(cpu, 1)} µs/req${perChunk}, errors ${m.reduce((n, x) => n + x.errors, 0)}`);
+    const perChunk = /Stream1?$/.test(r.key) ? `, ${fmt(cpu / STREAM_CHUNKS, 2)} µs per chunk` : '';
+    console.log(`${r.name} [${name}]: ${fmt(median(m.map((x) => x.rps)))} req/s, CPU ${fmt(cpu, 1)} µs/req${perChunk}, TTFB p50 ${fmt(us(median(m.map((x) => x.ttfbP50))))} µs, errors ${m.reduce((n, x) => n + x.errors, 0)}`);
   }
   console.log(`native [${name}]: anthropic ÷ openai, chat ${spread(f.chat, 3)}×, streams ${spread(f.stream, 3)}× (goal ≥ ${NATIVE_GOAL} each); errors ${f.errors}`);
+  console.log(`native [${name}]: bedrock ÷ openai, chat ${spread(f.bedrockChat, 3)}×, streams ${spread(f.bedrockStream, 3)}× (goal ≥ ${BEDROCK_GOAL} for streams); TTFB added by bedrock, p50: ${spread(f.bedrockTtfb1, 0)} µs at c1, ${spread(f.bedrockTtfb64, 0)} µs at c64`);
 }
 
 // ---------------------------------------------------------------- tracing (issue 26)
@@ -772,7 +788,7 @@ function nativeTable() {
     for (const name of switchyardModes) {
       const m = native[name][r.key];
       const cpu = stats(m.map((x) => x.cpuPerReqUs));
-      const perChunk = r.key.endsWith('Stream') ? `${spread(cpu, 2, (x) => x / STREAM_CHUNKS)} µs` : '—';
+      const perChunk = /Stream1?$/.test(r.key) ? `${spread(cpu, 2, (x) => x / STREAM_CHUNKS)} µs` : '—';
       rows.push(`| ${r.name} | ${name} | ${spread(stats(m.map((x) => x.rps)))} | ${spread(cpu, 1)} µs | ${perChunk} | ${m.reduce((n, x) => n + x.errors, 0)} |`);
     }
   }
@@ -780,6 +796,9 @@ function nativeTable() {
   const f = Object.fromEntries(switchyardModes.map((n) => [n, nativeFigures(n)]));
   rows.push(`| anthropic chat ÷ openai chat ≥ ${NATIVE_GOAL}× | ${switchyardModes.map((n) => `${spread(f[n].chat, 3)}× ${mark(f[n].chat.med >= NATIVE_GOAL)}`).join(' | ')} |`);
   rows.push(`| anthropic streams ÷ openai streams ≥ ${NATIVE_GOAL}× | ${switchyardModes.map((n) => `${spread(f[n].stream, 3)}× ${mark(f[n].stream.med >= NATIVE_GOAL)}`).join(' | ')} |`);
+  rows.push(`| bedrock chat ÷ openai chat (no goal) | ${switchyardModes.map((n) => `${spread(f[n].bedrockChat, 3)}×`).join(' | ')} |`);
+  rows.push(`| bedrock streams ÷ openai streams ≥ ${BEDROCK_GOAL}× | ${switchyardModes.map((n) => `${spread(f[n].bedrockStream, 3)}× ${mark(f[n].bedrockStream.med >= BEDROCK_GOAL)}`).join(' | ')} |`);
+  rows.push(`| TTFB p50 added by bedrock, c1 / c64 (reported) | ${switchyardModes.map((n) => `${spread(f[n].bedrockTtfb1, 0)} / ${spread(f[n].bedrockTtfb64, 0)} µs`).join(' | ')} |`);
   return rows.join('\n');
 }
 
@@ -921,11 +940,13 @@ half-open once per cooldown_time). Goals: four deployments within 5 % of one; th
 
 ${routingTable()}
 
-## Native providers (issue 23)
+## Native providers (issues 23 and 25)
 
 Chat and streams of 20 chunks at concurrency 64 through the \`anthropic\` adapter (translated both ways, against the bench
-upstream's Anthropic endpoint) beside the same through \`openai\` (passed through), back to back in each repeat and mode,
-${seconds} s × ${repeats}. CPU per stream chunk: CPU per stream ÷ ${STREAM_CHUNKS}.
+upstream's Anthropic endpoint) and the \`bedrock\` adapter (every request signed with SigV4, the stream an AWS event
+stream decoded and translated frame by frame, against the bench upstream's Converse endpoint), beside the same through
+\`openai\` (passed through), back to back in each repeat and mode, ${seconds} s × ${repeats}; streams at concurrency 1
+through openai and bedrock for the time to the first byte that bedrock adds. CPU per stream chunk: CPU per stream ÷ ${STREAM_CHUNKS}.
 
 ${nativeTable()}
 

@@ -26,6 +26,14 @@
 // POST /anthropic/v1/messages answers as Anthropic's Messages API does (the `anthropic` provider's
 // upstream in the native-provider scenarios): the same text and usage as a Message, or as its named
 // event stream with the same 20 text deltas (ping included), in one write.
+//
+// POST /bedrock/model/<id>/converse and /converse-stream answer as Bedrock's Converse API does (the
+// `bedrock` provider's upstream in the native-provider scenarios): the same text and usage as a
+// Converse answer, or as an AWS event stream (encoded once, at start, with @smithy/eventstream-codec)
+// with the same 20 text deltas, each event padded with `p` as Bedrock pads them, in one write. The
+// signature is not checked (test/support/bedrock-upstream.ts, the proved fake, checks it).
+import { EventStreamCodec } from '@smithy/eventstream-codec';
+import { fromUtf8, toUtf8 } from '@smithy/util-utf8';
 import uws from 'uWebSockets.js';
 
 const port = Number(process.argv[2] ?? 0);
@@ -67,6 +75,23 @@ const messageStream = [
   event('message_delta', { delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 20 } }),
   event('message_stop', {}),
 ].join('');
+// Bedrock's wire format of the same answers.
+const converse = JSON.stringify({
+  output: { message: { role: 'assistant', content: [{ text: 'Hello from the bench upstream.' }] } },
+  stopReason: 'end_turn', usage: { inputTokens: 9, outputTokens: 7, totalTokens: 16 }, metrics: { latencyMs: 100 },
+});
+const codec = new EventStreamCodec(toUtf8, fromUtf8);
+const frame = (type, payload, i) => codec.encode({
+  headers: { ':event-type': { type: 'string', value: type }, ':content-type': { type: 'string', value: 'application/json' }, ':message-type': { type: 'string', value: 'event' } },
+  body: fromUtf8(JSON.stringify({ ...payload, p: 'abcdefghijklmnopqrstuvwxyz'.slice(0, 4 + (i * 7) % 20) })),
+});
+const converseStream = Buffer.concat([
+  frame('messageStart', { role: 'assistant' }, 0),
+  ...Array.from({ length: 20 }, (_, i) => frame('contentBlockDelta', { contentBlockIndex: 0, delta: { text: `tok${i} ` } }, i + 1)),
+  frame('contentBlockStop', { contentBlockIndex: 0 }, 21),
+  frame('messageStop', { stopReason: 'end_turn' }, 22),
+  frame('metadata', { usage: { inputTokens: 9, outputTokens: 20, totalTokens: 29 }, metrics: { latencyMs: 100 } }, 23),
+]);
 const vector = Array.from({ length: 1536 }, (_, i) => Math.round(Math.sin(i) * 1e6) / 1e6);
 const embeddings = JSON.stringify({
   object: 'list', model: 'bench-embed',
@@ -161,6 +186,12 @@ app.post('/anthropic/v1/messages', (res) => {
     if (stream) res.writeStatus('200 OK').writeHeader('content-type', 'text/event-stream').end(messageStream);
     else res.writeStatus('200 OK').writeHeader('content-type', 'application/json').end(message);
   }));
+});
+app.post('/bedrock/model/:id/converse', (res) => {
+  readBody(res, () => res.cork(() => res.writeStatus('200 OK').writeHeader('content-type', 'application/json').end(converse)));
+});
+app.post('/bedrock/model/:id/converse-stream', (res) => {
+  readBody(res, () => res.cork(() => res.writeStatus('200 OK').writeHeader('content-type', 'application/vnd.amazon.eventstream').end(converseStream)));
 });
 app.get('/v1/models', (res) => res.writeHeader('content-type', 'application/json').end(models));
 app.listen('127.0.0.1', port, (token) => {

@@ -13,6 +13,8 @@ import type { ProviderName, ProviderSettings } from './providers.js';
  * - `key`: sent the provider's way (`Authorization: Bearer`, Azure's
  *   `api-key`, Anthropic's `x-api-key`); `source` is the variable it was
  *   read from, or `literal`;
+ * - `aws`: an AWS access key pair (and session token) that signs each
+ *   call with SigV4 (bedrock); `source` as for `key`;
  * - `not_required`: called without credentials (the mock
  *   provider; an `openai` deployment with its own `api_base` and no
  *   `api_key`, such as a self-hosted vLLM, TGI or Ollama);
@@ -21,8 +23,12 @@ import type { ProviderName, ProviderSettings } from './providers.js';
  */
 export type Credentials =
   | { readonly kind: 'key'; readonly key: string; readonly source: string }
+  | { readonly kind: 'aws'; readonly accessKeyId: string; readonly secretAccessKey: string; readonly sessionToken: string | null; readonly source: string }
   | { readonly kind: 'not_required' }
   | { readonly kind: 'missing'; readonly variable: string };
+
+/** Whether the route has credentials to send (a key or an AWS key pair). */
+export const hasCredentials = (credentials: Credentials): boolean => credentials.kind === 'key' || credentials.kind === 'aws';
 
 /** The key to send, or null to send none. */
 export function providerKey(credentials: Credentials): string | null {

@@ -6,7 +6,7 @@
  * workers/providers/configs.ts) and everything it does on the wire (its
  * adapter, in index.ts, registered in workers/providers/index.ts).
  */
-export const PROVIDER_NAMES = ['openai', 'azure', 'anthropic', 'gemini', 'mock'] as const;
+export const PROVIDER_NAMES = ['openai', 'azure', 'anthropic', 'gemini', 'bedrock', 'mock'] as const;
 
 export type ProviderName = (typeof PROVIDER_NAMES)[number];
 

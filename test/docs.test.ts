@@ -89,9 +89,9 @@ describe("the README's config example", () => {
 describe("the README's Providers example", () => {
   it('loads with no warning and has a deployment of every network provider, and an alias across two', () => {
     const yaml = firstBlockAfter(readme, '## Providers', 'yaml');
-    const config = parseConfig(yaml, 'README.md', { OPENAI_API_KEY: 'sk-o', AZURE_API_KEY: 'az', ANTHROPIC_API_KEY: 'sk-ant', GEMINI_API_KEY: 'AIza-g' });
+    const config = parseConfig(yaml, 'README.md', { OPENAI_API_KEY: 'sk-o', AZURE_API_KEY: 'az', ANTHROPIC_API_KEY: 'sk-ant', GEMINI_API_KEY: 'AIza-g', AWS_ACCESS_KEY_ID: 'AKIA', AWS_SECRET_ACCESS_KEY: 'aws-secret' });
     expect(config.warnings).toEqual([]);
-    expect(new Set(config.routing.aliases.map((route) => route.provider))).toEqual(new Set(['openai', 'azure', 'anthropic', 'gemini', 'mock']));
+    expect(new Set(config.routing.aliases.map((route) => route.provider))).toEqual(new Set(['openai', 'azure', 'anthropic', 'gemini', 'bedrock', 'mock']));
     const chat = config.routing.aliases.filter((route) => route.alias === 'chat');
     expect(new Set(chat.map((route) => route.provider)).size).toBe(2);
     expect(config.routing.aliases.every((route) => route.credentials.kind !== 'missing')).toBe(true);

@@ -66,6 +66,20 @@ describe('what each thread loads at start (dist/, built by npm test)', () => {
     expect(files.filter((f) => /^lib\/(web\/(websocket|cache|eventsource)|mock|interceptor)\//.test(f))).toEqual([]);
   });
 
+  it("the AWS packages (bedrock's signer and event-stream codec) are in no thread's start: a worker imports their chunks on its first bedrock call, an inline front from node_modules", () => {
+    const smithy = (file: string) => [...bundledPackages(file)].filter((name) => name.startsWith('@smithy/'));
+    expect(smithy('dist/worker/entry.js')).toEqual([]);
+    expect(smithy('dist/server.js')).toEqual([]);
+    const signerChunk = workerBundle().find((f) => bundledPackages(`dist/worker/${f}`).has('@smithy/signature-v4'));
+    expect(signerChunk).toBeDefined();
+    const entry = readFileSync(join(root, 'dist/worker/entry.js'), 'utf8');
+    expect(entry).toContain(`import("./${signerChunk as string}")`);
+    expect([...entry.matchAll(STATIC_IMPORT)].map(([, specifier]) => specifier)).not.toContain(`./${signerChunk as string}`);
+    const front = readFileSync(join(root, 'dist/server.js'), 'utf8');
+    expect(front).toContain('import("@smithy/signature-v4")');
+    expect([...front.matchAll(STATIC_IMPORT)].map(([, specifier]) => specifier).filter((s) => s?.startsWith('@smithy/'))).toEqual([]);
+  });
+
   it('the front loads uWS, zod (config, manifest) and prom-client but not undici: the worker session is imported only in inline mode; no OpenTelemetry package either', () => {
     const front = packagesLoadedAtStart('dist/src/main.js');
     expect(front).toContain('uWebSockets.js');

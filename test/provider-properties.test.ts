@@ -2,7 +2,8 @@
  * Properties of the translating adapters (issues 23 and 25, Tests):
  * - any split of a provider's stream into chunks (the provider's parser,
  *   then the adapter's relay) gives the client the same stream: the golden
- *   streams of workers/providers/anthropic/, azure/ and gemini/ (Gemini's
+ *   streams of workers/providers/anthropic/, azure/, bedrock/ (encoded as
+ *   AWS event-stream frames) and gemini/ (Gemini's
  *   with CRLF or LF, and with its error body after the events), cut at
  *   random bytes;
  * - any valid chat request maps to an Anthropic request that Anthropic
@@ -14,7 +15,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { requestProblem } from './support/anthropic-upstream.js';
 import { joinPieces } from '../protocol/channel.js';
 import { SseParser } from '../workers/sse.js';
@@ -29,6 +30,12 @@ import { GenerateContentStreamTranslator, type StreamOptions as GeminiStreamOpti
 import { GeminiStreamParser } from '../workers/providers/gemini/stream-parser.js';
 import { GatewayError } from '../protocol/errors.js';
 import { requestProblem as geminiProblem, RATE_LIMITED } from './support/gemini-upstream.js';
+import { EventStreamCodec } from '@smithy/eventstream-codec';
+import { fromUtf8, toUtf8 } from '@smithy/util-utf8';
+import { converseProblem } from './support/bedrock-upstream.js';
+import { EventStreamParser, loadAwsLibraries, type AwsLibraries } from '../workers/providers/bedrock/aws.js';
+import { toConverseRequest } from '../workers/providers/bedrock/request.js';
+import { ConverseStreamTranslator, type StreamOptions as ConverseStreamOptions } from '../workers/providers/bedrock/stream.js';
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -70,6 +77,32 @@ function streams(dir: string): Array<{ name: string; events: Array<{ event?: str
 
 const cutsArb = fc.array(fc.nat(), { maxLength: 40 });
 
+/** The event-stream decoder (the codec's, loaded as the bedrock adapter loads it). */
+let decode: AwsLibraries['decode'];
+beforeAll(async () => {
+  ({ decode } = await loadAwsLibraries());
+});
+
+const codec = new EventStreamCodec(toUtf8, fromUtf8);
+
+/** A golden Bedrock stream as the bytes Bedrock sends: one event-stream frame per message. */
+function eventStreamBytes(messages: Array<{ messageType?: string; name: string; payload: unknown }>): Uint8Array {
+  const str = (value: string) => ({ type: 'string' as const, value });
+  const frames = messages.map(({ messageType = 'event', name, payload }) => {
+    if (messageType === 'error') return codec.encode({ headers: { ':message-type': str('error'), ':error-code': str(name), ':error-message': str(String(payload)) }, body: new Uint8Array(0) });
+    const nameHeader = messageType === 'exception' ? ':exception-type' : ':event-type';
+    return codec.encode({ headers: { ':message-type': str(messageType), [nameHeader]: str(name), ':content-type': str('application/json') }, body: fromUtf8(JSON.stringify(payload)) });
+  });
+  return Uint8Array.from(frames.flatMap((f) => [...f]));
+}
+
+function bedrockStreams(): Array<{ name: string; messages: Array<{ messageType?: string; name: string; payload: unknown }>; options: ConverseStreamOptions }> {
+  const path = join(import.meta.dirname, '..', 'workers', 'providers', 'bedrock', 'golden');
+  return readdirSync(path)
+    .filter((name) => name.startsWith('stream-'))
+    .map((name) => ({ name, ...(JSON.parse(readFileSync(join(path, name), 'utf8')) as { messages: Array<{ messageType?: string; name: string; payload: unknown }>; options: ConverseStreamOptions }) }));
+}
+
 describe('any split of a provider stream gives the client the same stream', () => {
   for (const golden of streams('anthropic')) {
     it(`anthropic ${golden.name}`, () => {
@@ -90,6 +123,15 @@ describe('any split of a provider stream gives the client the same stream', () =
         fc.property(cutsArb, fc.boolean(), (cuts, crlf) => relayed(fresh(), encoder.encode(crlf ? text.replaceAll('\n', '\r\n') : text), cuts) === whole),
         { numRuns: 200 },
       );
+    });
+  }
+  for (const golden of bedrockStreams()) {
+    it(`bedrock ${golden.name} (AWS event stream)`, () => {
+      const bytes = eventStreamBytes(golden.messages);
+      const run = (cuts: number[]) => relayed(new TranslatingRelay(new ConverseStreamTranslator(golden.options)), bytes, cuts, new EventStreamParser(decode, 1 << 20));
+      const whole = run([]);
+      expect(whole).toMatch(/\[DONE\]|failed: /);
+      fc.assert(fc.property(cutsArb, (cuts) => run(cuts) === whole), { numRuns: 200 });
     });
   }
   for (const golden of streams('gemini')) {
@@ -199,6 +241,20 @@ describe('any valid chat request maps to a generateContent request Gemini takes'
           request = toGenerateContentRequest(body, { dropParams: true });
         }
         const problem = geminiProblem(request);
+        if (problem !== null) throw new Error(`${problem}\n${JSON.stringify(request)}`);
+        expect(JSON.stringify(request)).not.toMatch(/"text":"\s*"/);
+      }),
+      { numRuns: 500 },
+    );
+  });
+});
+
+describe('any valid chat request maps to a Converse request Bedrock takes', () => {
+  it("the fake's request check (Converse's rules) finds nothing, and no blank text block is sent (drop_params: what Converse cannot honour is dropped)", () => {
+    fc.assert(
+      fc.property(chatRequest, (body) => {
+        const request = toConverseRequest(body, { dropParams: true });
+        const problem = converseProblem(request);
         if (problem !== null) throw new Error(`${problem}\n${JSON.stringify(request)}`);
         expect(JSON.stringify(request)).not.toMatch(/"text":"\s*"/);
       }),

@@ -64,8 +64,10 @@ export async function bundle(dir) {
     entryPoints: [join(dir, 'src/main.js')],
     outfile: join(dir, 'server.js'),
     // The native addon loads from node_modules at run time; so does OpenTelemetry, and only when tracing is
-    // on (src/tracing/otel.ts imports it with import(), which stays an import() of the package here).
-    external: ['uWebSockets.js', '@opentelemetry/*'],
+    // on (src/tracing/otel.ts imports it with import(), which stays an import() of the package here); so do
+    // the AWS packages, which only an inline session's first bedrock call imports (workers/providers/bedrock/aws.ts,
+    // import()): bundled, their 0.4 MB would be read and parsed at every start.
+    external: ['uWebSockets.js', '@opentelemetry/*', '@smithy/*'],
     plugins: [piscinaHome, promClientLazyOtel],
   });
 

@@ -2,8 +2,9 @@
  * Upstream reachability for the optional `upstream:<origin>` health checks:
  * the route's provider's own free probe (a model list: `GET /models` with
  * Bearer for `openai`, `GET /openai/models?api-version=…` with `api-key`
- * for `azure`, `GET /v1/models` with `x-api-key` for `anthropic`), never a
- * completion or anything a provider bills for.
+ * for `azure`, `GET /v1/models` with `x-api-key` for `anthropic`, a signed
+ * `GET /async-invoke` for `bedrock`), never a completion or anything a
+ * provider bills for.
  */
 import type { ProbeFrame, ProbedFrame } from '../protocol/frames.js';
 import { toUpstreamError, upstreamExchange, UpstreamExchange } from './upstream-http.js';
@@ -15,7 +16,13 @@ const ignoreActivity = { headersArrived() {}, chunkArrived() {} };
 
 export async function probeUpstream(frame: ProbeFrame): Promise<ProbedFrame> {
   const { upstream } = frame;
-  const request = upstream.apiBase === null ? null : PROVIDERS[upstream.provider].probe(upstream);
+  let request;
+  try {
+    request = upstream.apiBase === null ? null : await PROVIDERS[upstream.provider].probe(upstream);
+  } catch (err) {
+    // A probe that cannot be made (bedrock signs its own): no request, and nothing of the error's detail.
+    return { t: 'probed', id: frame.id, status: null, error: `the probe request could not be made (${(err as Error).name})` };
+  }
   if (upstream.apiBase === null || request === null) return { t: 'probed', id: frame.id, status: null, error: 'this provider has nothing to reach' };
   const exchange = new UpstreamExchange(MAX_PROBE_BODY_BYTES, ignoreActivity);
   let timedOut = false;

@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { parse as parseYaml, YAMLParseError } from 'yaml';
 import { z } from 'zod';
 import type { AliasRoute, Credentials, FallbackList, RouterSettings, RoutingConfig, RuleRoute, Timeouts, Upstream } from '../../protocol/config.js';
-import { PROVIDER_NAMES, isProviderName, type ProviderName } from '../../protocol/providers.js';
+import { PROVIDER_NAMES, isProviderName, type ProviderName, type ProviderSettings } from '../../protocol/providers.js';
 import { PROVIDER_CONFIGS } from '../../workers/providers/configs.js';
 import { foreignParamKeys } from './provider-params.js';
 import { configFileSchema, unsupportedKeys, LITELLM_ONLY_STRATEGIES, type ConfigFile, type ParamsInput } from './schema.js';
@@ -280,13 +280,21 @@ function resolveUpstream(provider: ProviderName, params: Partial<ParamsInput>, {
     throw new ConfigError(`${at}.responses_api: the "${provider}" provider has no Responses API to pass through to (only ${able} can)`);
   }
   if (base === 'required' && params.api_base === undefined) throw new ConfigError(`${at}.api_base: provider "${provider}" needs its api_base (e.g. https://<resource>.openai.azure.com)`);
-  const apiBase = base === null ? null : (params.api_base ?? base).replace(/\/+$/, '');
+  let settings: ProviderSettings;
+  try {
+    settings = Object.freeze(config.settings(params, env));
+  } catch (err) {
+    throw new ConfigError(`${at}.${(err as Error).message}`);
+  }
+  // A hosted default with `{region}` (bedrock's) is the region's endpoint.
+  const hosted = base === null || base === 'required' || !('region' in settings) ? base : base.replace('{region}', settings.region as string);
+  const apiBase = hosted === null ? null : (params.api_base ?? hosted).replace(/\/+$/, '');
   return {
     provider,
     apiBase,
-    credentials: resolveCredentials(provider, params.api_key, apiBase, env),
+    credentials: config.info.aws === true ? resolveAwsCredentials(params, env) : resolveCredentials(provider, params.api_key, apiBase, env),
     timeouts: resolveTimeouts(params),
-    settings: Object.freeze(config.settings(params)),
+    settings,
     dropParams: params.drop_params ?? dropParams,
     responsesApi: params.responses_api ?? false,
   };
@@ -308,6 +316,44 @@ function resolveCredentials(provider: ProviderName, apiKey: string | undefined, 
   if (apiKey === undefined) return keylessAtOwnBase && apiBase !== hosted ? NOT_REQUIRED : fromVariable(keyVariable, env);
   if (apiKey.startsWith(ENV_REF)) return fromVariable(apiKey.slice(ENV_REF.length), env);
   return Object.freeze({ kind: 'key', key: apiKey, source: 'literal' });
+}
+
+/**
+ * Bedrock's credentials (CONTRACT.md, Native providers): an `api_key` is a Bedrock API key
+ * (bearer); else `aws_access_key_id` and `aws_secret_access_key` (with `aws_session_token`), each
+ * a literal or `os.environ/NAME`; else the environment as the AWS SDK reads it:
+ * `AWS_BEARER_TOKEN_BEDROCK` first (the SDK prefers it when set), then `AWS_ACCESS_KEY_ID`,
+ * `AWS_SECRET_ACCESS_KEY` and `AWS_SESSION_TOKEN`. A session token from the environment goes
+ * only with keys from the environment.
+ */
+function resolveAwsCredentials(params: Partial<ParamsInput>, env: Env): Credentials {
+  if (params.api_key !== undefined) return resolveCredentials('bedrock', params.api_key, null, env);
+  const id = params.aws_access_key_id as string | undefined;
+  const secret = params.aws_secret_access_key as string | undefined;
+  if (id !== undefined || secret !== undefined) {
+    const token = params.aws_session_token as string | undefined;
+    return awsKeys(secretOf(id, 'AWS_ACCESS_KEY_ID', env), secretOf(secret, 'AWS_SECRET_ACCESS_KEY', env), token === undefined ? null : secretOf(token, 'AWS_SESSION_TOKEN', env));
+  }
+  if (env.AWS_BEARER_TOKEN_BEDROCK) return fromVariable('AWS_BEARER_TOKEN_BEDROCK', env);
+  const token = env.AWS_SESSION_TOKEN ? secretOf(undefined, 'AWS_SESSION_TOKEN', env) : null;
+  return awsKeys(secretOf(undefined, 'AWS_ACCESS_KEY_ID', env), secretOf(undefined, 'AWS_SECRET_ACCESS_KEY', env), token);
+}
+
+/** One AWS credential: a literal, an `os.environ/NAME` reference, or (none given) the standard variable. */
+function secretOf(value: string | undefined, standard: string, env: Env): { value: string; source: string } | { missing: string } {
+  if (value !== undefined && !value.startsWith(ENV_REF)) return { value, source: 'literal' };
+  const variable = value === undefined ? standard : value.slice(ENV_REF.length);
+  const read = env[variable];
+  return read ? { value: read, source: variable } : { missing: variable };
+}
+
+type Secret = ReturnType<typeof secretOf>;
+
+function awsKeys(id: Secret, secret: Secret, token: Secret | null): Credentials {
+  if ('missing' in id) return Object.freeze({ kind: 'missing', variable: id.missing });
+  if ('missing' in secret) return Object.freeze({ kind: 'missing', variable: secret.missing });
+  if (token !== null && 'missing' in token) return Object.freeze({ kind: 'missing', variable: token.missing });
+  return Object.freeze({ kind: 'aws', accessKeyId: id.value, secretAccessKey: secret.value, sessionToken: token?.value ?? null, source: id.source });
 }
 
 function fromVariable(variable: string, env: Env): Credentials {

@@ -161,3 +161,47 @@ describe('mock deployments', () => {
     expect(route(config, 'm').settings).toEqual({ latencyMs: 0, streamChunks: 3, chunkIntervalMs: 0, embeddingDimensions: 16, fault: 'exit' });
   });
 });
+
+describe('bedrock deployments', () => {
+  const one = (params: string, env: Record<string, string> = {}) => route(parseConfig(`model_list:\n  - model_name: b\n    params: { model: bedrock/anthropic.claude-x-v1:0, ${params} }\n`, SOURCE, env), 'b');
+
+  it('take the region from aws_region_name, else AWS_REGION, and make the default api_base of it', () => {
+    const fromParam = one('aws_region_name: eu-central-1, aws_access_key_id: AKIAX, aws_secret_access_key: s', { AWS_REGION: 'us-west-2' });
+    expect(fromParam.settings).toEqual({ region: 'eu-central-1' });
+    expect(fromParam.apiBase).toBe('https://bedrock-runtime.eu-central-1.amazonaws.com');
+    const fromEnv = one('aws_access_key_id: AKIAX, aws_secret_access_key: s', { AWS_REGION: 'us-west-2' });
+    expect(fromEnv.apiBase).toBe('https://bedrock-runtime.us-west-2.amazonaws.com');
+    expect(one('api_base: https://vpce-1.bedrock-runtime.us-east-1.vpce.amazonaws.com/, api_key: k', { AWS_REGION: 'us-east-1' }).apiBase).toBe('https://vpce-1.bedrock-runtime.us-east-1.vpce.amazonaws.com');
+  });
+
+  it('without a region, or with one that is no AWS region, do not load', () => {
+    expect(refusal('model_list:\n  - model_name: b\n    params: { model: bedrock/m, api_key: k }\n')).toBe(`${SOURCE}: model_list[0].params.aws_region_name: bedrock needs a region (aws_region_name, or AWS_REGION in the environment)`);
+    expect(refusal('model_list:\n  - model_name: b\n    params: { model: bedrock/m, api_key: k }\n', { AWS_REGION: 'evil.example.com/x' })).toContain('aws_region_name: AWS_REGION "evil.example.com/x" is not an AWS region');
+    expect(refusal('model_list:\n  - model_name: b\n    params: { model: bedrock/m, api_key: k, aws_region_name: "us-east-1.evil" }\n')).toContain('aws_region_name');
+  });
+
+  it('credentials: api_key is a Bedrock API key; aws_* params (literals or os.environ/ references) a key pair; else AWS_BEARER_TOKEN_BEDROCK, else the AWS_* variables', () => {
+    const region = 'aws_region_name: us-east-1';
+    expect(one(`${region}, api_key: os.environ/BR_KEY`, { BR_KEY: 'ABSK-1' }).credentials).toEqual({ kind: 'key', key: 'ABSK-1', source: 'BR_KEY' });
+    expect(one(`${region}, aws_access_key_id: AKIAX, aws_secret_access_key: os.environ/SECRET, aws_session_token: os.environ/TOKEN`, { SECRET: 's3', TOKEN: 't0', AWS_SESSION_TOKEN: 'not-this' }).credentials).toEqual({
+      kind: 'aws',
+      accessKeyId: 'AKIAX',
+      secretAccessKey: 's3',
+      sessionToken: 't0',
+      source: 'literal',
+    });
+    // A session token from the environment goes only with keys from the environment.
+    expect(one(`${region}, aws_access_key_id: AKIAX, aws_secret_access_key: s`, { AWS_SESSION_TOKEN: 'env-token' }).credentials).toMatchObject({ kind: 'aws', sessionToken: null });
+    expect(one(`${region}, aws_access_key_id: AKIAX, aws_secret_access_key: os.environ/UNSET`).credentials).toEqual({ kind: 'missing', variable: 'UNSET' });
+    const env = { AWS_ACCESS_KEY_ID: 'ASIAENV', AWS_SECRET_ACCESS_KEY: 'envsecret', AWS_SESSION_TOKEN: 'envtoken' };
+    expect(one(region, env).credentials).toEqual({ kind: 'aws', accessKeyId: 'ASIAENV', secretAccessKey: 'envsecret', sessionToken: 'envtoken', source: 'AWS_ACCESS_KEY_ID' });
+    expect(one(region, { ...env, AWS_BEARER_TOKEN_BEDROCK: 'ABSK-env' }).credentials).toEqual({ kind: 'key', key: 'ABSK-env', source: 'AWS_BEARER_TOKEN_BEDROCK' });
+    expect(one(region, { AWS_ACCESS_KEY_ID: 'ASIAENV' }).credentials).toEqual({ kind: 'missing', variable: 'AWS_SECRET_ACCESS_KEY' });
+    expect(one(region).credentials).toEqual({ kind: 'missing', variable: 'AWS_ACCESS_KEY_ID' });
+  });
+
+  it("bedrock's params on another provider are warned about by name", () => {
+    const config = parseConfig('model_list:\n  - model_name: o\n    params: { model: openai/x, api_key: k, aws_region_name: us-east-1 }\n', SOURCE, {});
+    expect(config.warnings.join('\n')).toContain('aws_region_name');
+  });
+});

@@ -5,7 +5,7 @@
  * the worker pool so the front thread never does provider I/O.
  */
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
-import type { RoutingConfig, Upstream } from '../../protocol/config.js';
+import { hasCredentials, type RoutingConfig, type Upstream } from '../../protocol/config.js';
 import type { ProbeTarget } from '../../protocol/frames.js';
 import { Health, type HealthCheck } from '../health/types.js';
 import type { WorkerPool } from './worker-pool.js';
@@ -70,7 +70,7 @@ export function upstreamChecks(routing: RoutingConfig, pool: WorkerPool, timeout
     const origin = new URL(route.apiBase).origin;
     const seen = byOrigin.get(origin);
     // Prefer a route with a key, so its provider's authenticated model list can succeed.
-    if (!seen || (seen.credentials.kind !== 'key' && route.credentials.kind === 'key')) byOrigin.set(origin, route);
+    if (!seen || (!hasCredentials(seen.credentials) && hasCredentials(route.credentials))) byOrigin.set(origin, route);
   }
   return [...byOrigin].map(([origin, route]) => ({
     name: `upstream:${origin}`,

@@ -16,6 +16,8 @@ export interface FakeRequest {
   readonly headers: IncomingMessage['headers'];
   /** The body parsed as JSON ({} when there was none or it was not JSON). */
   readonly body: Record<string, unknown>;
+  /** The body's bytes as received. */
+  readonly raw: Buffer;
   /** The client closed the connection before the answer was complete. */
   aborted: boolean;
   /** The answer was complete. */
@@ -42,9 +44,9 @@ export async function startFakeServer(handler: FakeHandler): Promise<FakeServer>
   const later = timers.later;
   let open = 0;
   const server = http.createServer((req, res) => {
-    onJsonBody(req, (body) => {
+    onJsonBody(req, (body, raw) => {
       const url = new URL(req.url ?? '/', 'http://fake');
-      const record: FakeRequest = { method: req.method ?? 'GET', path: url.pathname, query: url.searchParams, headers: req.headers, body, aborted: false, done: false };
+      const record: FakeRequest = { method: req.method ?? 'GET', path: url.pathname, query: url.searchParams, headers: req.headers, body, raw, aborted: false, done: false };
       received.push(record);
       open++;
       res.on('close', () => {

@@ -22,18 +22,19 @@ export async function listenOnLoopback(server: Server): Promise<{ port: number; 
   return { port: (server.address() as AddressInfo).port, sockets };
 }
 
-/** Reads a request whole, then calls `done` with its body as JSON ({} when it is empty or not JSON). */
-export function onJsonBody(req: IncomingMessage, done: (body: Record<string, unknown>) => void): void {
+/** Reads a request whole, then calls `done` with its body as JSON ({} when it is empty or not JSON) and its bytes as read (a signature covers those). */
+export function onJsonBody(req: IncomingMessage, done: (body: Record<string, unknown>, raw: Buffer) => void): void {
   const chunks: Buffer[] = [];
   req.on('data', (c: Buffer) => chunks.push(c));
   req.on('end', () => {
+    const raw = Buffer.concat(chunks);
     let body: Record<string, unknown> = {};
     try {
-      body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>;
+      body = JSON.parse(raw.toString('utf8')) as Record<string, unknown>;
     } catch {
       // {} it is
     }
-    done(body);
+    done(body, raw);
   });
 }
 

@@ -70,6 +70,6 @@ export interface ProbeRequest {
 
 /** One registry entry (workers/providers/index.ts): the adapter and its probe. */
 export interface Provider extends ProviderAdapter {
-  /** The probe request for a route of this provider; null when it has nothing to reach (mock). */
-  probe(target: ProbeTarget): ProbeRequest | null;
+  /** The probe request for a route of this provider (a promise when it must be signed); null when it has nothing to reach (mock). */
+  probe(target: ProbeTarget): ProbeRequest | null | Promise<ProbeRequest | null>;
 }

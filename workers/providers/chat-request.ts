@@ -41,6 +41,14 @@ export const OPENAI_ONLY: NoEquivalent = {
   verbosity: () => false,
 };
 
+/** Sampling controls of OpenAI's that Anthropic's Messages and Bedrock's Converse lack (Gemini has them): one candidate, no penalties, no seed. */
+export const NO_SAMPLING_CONTROLS: NoEquivalent = {
+  n: (v) => v === 1,
+  presence_penalty: (v) => v === 0,
+  frequency_penalty: (v) => v === 0,
+  seed: () => false,
+};
+
 /** Refuses each parameter of `params` the body sets to a value that asks for something. */
 export function refuseUnsupported(body: Readonly<Record<string, unknown>>, params: NoEquivalent, provider: string, refuse: Refuse): void {
   for (const param of Object.keys(params)) {
@@ -186,3 +194,39 @@ export function functionTools(tools: unknown, refuse: Refuse): FunctionTool[] {
   });
   return out;
 }
+
+/** `max_completion_tokens`, else `max_tokens`; null when neither is a number. */
+export function maxTokensOf(body: Readonly<Record<string, unknown>>): number | null {
+  const value = body.max_completion_tokens ?? body.max_tokens;
+  return typeof value === 'number' ? value : null;
+}
+
+/** The tool the JSON mode of a provider without one forces (anthropic, bedrock); its input is the answer. Only used when the caller sent no tools. */
+export const JSON_TOOL = 'json_response';
+export const JSON_TOOL_DESCRIPTION = 'Answer with a JSON value that matches the input schema.';
+
+/** The schema a `response_format` asks the answer to match (`{"type":"object"}` for json_object), or null when the caller asked for text (or nothing). */
+export function jsonSchemaOf(format: unknown, hasTools: boolean, refuse: Refuse): Record<string, unknown> | null {
+  if (!isRecord(format) || format.type === 'text') return null;
+  let schema: Record<string, unknown> | null = null;
+  if (format.type === 'json_object') schema = { type: 'object' };
+  else if (format.type === 'json_schema' && isRecord(format.json_schema) && isRecord(format.json_schema.schema)) schema = format.json_schema.schema;
+  if (schema === null) {
+    refuse('response_format.type', `"${String(format.type)}" has no equivalent`);
+    return null;
+  }
+  if (hasTools) {
+    refuse('response_format', 'a JSON answer together with tools has no equivalent');
+    return null;
+  }
+  return schema;
+}
+
+/** Whether a request forces the JSON tool (a JSON `response_format` and no tools of its own): the answer's tool input is its content. */
+export function jsonModeOf(body: Readonly<Record<string, unknown>>): boolean {
+  const format = body.response_format;
+  return isRecord(format) && (format.type === 'json_schema' || format.type === 'json_object') && !(Array.isArray(body.tools) && body.tools.length > 0);
+}
+
+/** The caller asked for the usage chunk (`stream_options.include_usage`). */
+export const includesUsage = (body: Readonly<Record<string, unknown>>): boolean => isRecord(body.stream_options) && body.stream_options.include_usage === true;

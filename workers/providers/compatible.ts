@@ -1,7 +1,7 @@
 /**
  * The compatible (OpenAI) shapes a translating adapter answers with, made
- * in one place: the error object of a provider 4xx, and reading a provider
- * body as JSON.
+ * in one place: the error object of a provider 4xx, the embeddings list,
+ * and reading a provider body as JSON.
  */
 import { joinForNow } from '../../protocol/channel.js';
 import { GatewayError } from '../../protocol/errors.js';
@@ -66,4 +66,17 @@ export function stringOr(value: unknown): string | null {
   if (typeof value === 'string') return value;
   if (typeof value === 'number') return String(value);
   return null;
+}
+
+/** OpenAI's base64 form of a vector (`encoding_format: "base64"`): little-endian float32, base64-encoded. */
+export function float32Base64(values: readonly number[]): string {
+  const bytes = Buffer.alloc(values.length * 4);
+  values.forEach((value, i) => bytes.writeFloatLE(value, i * 4));
+  return bytes.toString('base64');
+}
+
+/** The embeddings answer: one item per vector, `index` its place in the input, base64 when the caller asked for it. */
+export function embeddingList(vectors: ReadonlyArray<readonly number[]>, model: string, promptTokens: number, base64: boolean): Record<string, unknown> {
+  const data = vectors.map((values, index) => ({ object: 'embedding', index, embedding: base64 ? float32Base64(values) : values }));
+  return { object: 'list', data, model, usage: { prompt_tokens: promptTokens, total_tokens: promptTokens } };
 }

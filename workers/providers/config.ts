@@ -22,14 +22,24 @@ export interface ProviderInfo {
   readonly keylessAtOwnBase: boolean;
   /** Its upstream can serve `POST /responses`, so `params.responses_api` may be set (the Responses API is then passed through). */
   readonly responsesApi: boolean;
+  /**
+   * AWS credentials (bedrock): SigV4 with `aws_access_key_id` / `aws_secret_access_key` /
+   * `aws_session_token` or the standard `AWS_*` variables; an `api_key` (or `keyVariable`) is a
+   * bearer key instead. `apiBase` may hold `{region}`, filled from the settings' `region`.
+   */
+  readonly aws?: true;
 }
 
 export interface ProviderConfig<Settings extends object = object> {
   readonly info: ProviderInfo;
   /** Its own `params` keys, each optional (src/config/schema.ts merges every provider's into the params schema). */
   params(zod: typeof z): z.ZodRawShape;
-  /** The settings from the validated params (a key of its shape is of its type, or absent), defaults included. */
-  settings(params: Readonly<Record<string, unknown>>): Settings;
+  /**
+   * The settings from the validated params (a key of its shape is of its type, or absent) and the
+   * environment, defaults included; throws an Error whose message starts with the param's name when
+   * they cannot be made.
+   */
+  settings(params: Readonly<Record<string, unknown>>, env: Readonly<Record<string, string | undefined>>): Settings;
 }
 
 /** An API version as Azure and Anthropic write them (`2024-10-21`, `2025-04-01-preview`): it goes into a query or header. */

@@ -11,6 +11,7 @@ import { openaiConfig } from './openai/config.js';
 import { azureConfig } from './azure/config.js';
 import { anthropicConfig } from './anthropic/config.js';
 import { geminiConfig } from './gemini/config.js';
+import { bedrockConfig } from './bedrock/config.js';
 import { mockConfig } from './mock/config.js';
 
 export const PROVIDER_CONFIGS: Readonly<Record<ProviderName, ProviderConfig>> = {
@@ -18,5 +19,6 @@ export const PROVIDER_CONFIGS: Readonly<Record<ProviderName, ProviderConfig>> = 
   azure: azureConfig,
   anthropic: anthropicConfig,
   gemini: geminiConfig,
+  bedrock: bedrockConfig,
   mock: mockConfig,
 };

@@ -31,16 +31,17 @@ export interface UpstreamRequest {
 export interface HttpDialect {
   /**
    * The call as the provider's request. `headers` already has the common ones (content type,
-   * user agent, request id, accept); the dialect adds its credentials and versions. Throws a
-   * GatewayError (a 400: unsupported parameter or operation) for a call the provider cannot take.
+   * user agent, request id, accept); the dialect adds its credentials and versions (a promise when
+   * making them is asynchronous: bedrock's signature). Throws a GatewayError (a 400: unsupported
+   * parameter or operation) for a call the provider cannot take.
    */
-  request(call: ProviderCall, headers: Record<string, string>): UpstreamRequest;
+  request(call: ProviderCall, headers: Record<string, string>): UpstreamRequest | Promise<UpstreamRequest>;
   /** The answer's headers a caller may see: the allowlist, the provider's own rate-limit headers renamed onto it. */
   headers(raw: IncomingHttpHeaders): HeaderList;
-  /** A provider 4xx body (whole, in the pieces read) as the compatible error object. */
-  error(status: number, body: readonly Uint8Array[]): ProviderErrorAnswer;
-  /** A success body (whole) as the compatible answer, with its usage; throws upstream_invalid_response for one it cannot read. */
-  reply(call: ProviderCall, body: readonly Uint8Array[]): { readonly body: Payload; readonly usage: Usage | null };
+  /** A provider 4xx body (whole, in the pieces read) as the compatible error object; `raw`: the answer's headers (bedrock names its error type there). */
+  error(status: number, body: readonly Uint8Array[], raw: IncomingHttpHeaders): ProviderErrorAnswer;
+  /** A success body (whole) as the compatible answer, with its usage; throws upstream_invalid_response for one it cannot read. `raw`: the answer's headers. */
+  reply(call: ProviderCall, body: readonly Uint8Array[], raw: IncomingHttpHeaders): { readonly body: Payload; readonly usage: Usage | null };
   /** A stream's relay for one call. */
   stream(call: ProviderCall): StreamRelay;
   /**
@@ -48,6 +49,12 @@ export interface HttpDialect {
    * one (Gemini's error body after its events); absent: the SSE parser.
    */
   streamParser?(maxEventBytes: number): StreamParser;
+  /**
+   * The content type of a stream answer (and the stream request's `accept`), for a provider whose
+   * streams are not SSE (bedrock's AWS event stream, which its streamParser decodes into events);
+   * absent: `text/event-stream`.
+   */
+  readonly streamContentType?: string;
   /** A 5xx body is read (bounded) so the log can say what the provider said; otherwise it is dropped unread. */
   readonly readsServerErrors: boolean;
 }
@@ -94,7 +101,7 @@ export async function httpAttempt(dialect: HttpDialect, call: ProviderCall, sink
     'content-type': 'application/json',
     'user-agent': USER_AGENT,
     'x-request-id': call.requestId,
-    accept: call.stream ? 'text/event-stream' : 'application/json',
+    accept: call.stream ? (dialect.streamContentType ?? SSE_CONTENT_TYPE) : 'application/json',
   };
   // CONTRACT.md, Tracing: the upstream request carries the attempt's span as its parent.
   if (call.traceparent !== null) {
@@ -102,9 +109,11 @@ export async function httpAttempt(dialect: HttpDialect, call: ProviderCall, sink
     if (call.tracestate !== '') headers.tracestate = call.tracestate;
   }
   // Before any timer or connection: a request the provider cannot take is the caller's 400.
-  const request = dialect.request(call, headers);
+  const made = dialect.request(call, headers);
+  const request = made instanceof Promise ? await made : made;
   // call.control is "stop now": the client left, or a deadline passed (then its reason is the GatewayError).
   const deadlines = new Deadlines((reason) => control.abort(reason), upstream.timeouts, call.budgetMs);
+  const isEventStream = dialect.streamContentType === undefined ? isSse : streamOf(dialect.streamContentType);
   const exchange = new UpstreamExchange(call.maxResponseBytes, deadlines, call.stream ? isEventStream : null);
   control.onAbort((reason) => exchange.abort(reason));
   let answered = false;
@@ -119,7 +128,7 @@ export async function httpAttempt(dialect: HttpDialect, call: ProviderCall, sink
     if (status >= 500 || status < 200 || status === 408) throw await serverFailure(dialect, exchange, status, passHeaders, responseHeaders);
     if (status >= 400) {
       // CONTRACT.md: provider 4xx pass through with their status and message (when no other deployment should be tried).
-      throw clientFailure(status, passHeaders, responseHeaders, dialect.error(status, await exchange.body));
+      throw clientFailure(status, passHeaders, responseHeaders, dialect.error(status, await exchange.body, responseHeaders));
     }
     if (call.stream) {
       if (!isEventStream({ status, headers: responseHeaders })) {
@@ -134,7 +143,7 @@ export async function httpAttempt(dialect: HttpDialect, call: ProviderCall, sink
     }
     const body = await exchange.body;
     call.readAt = performance.now();
-    const answer = dialect.reply(call, body);
+    const answer = dialect.reply(call, body, responseHeaders);
     sink.reply(status, 'application/json', passHeaders, answer.body, answer.usage, performance.now() - started);
   } catch (err) {
     if (control.aborted && control.reason instanceof GatewayError) throw control.reason;
@@ -170,9 +179,13 @@ async function serverFailure(dialect: HttpDialect, exchange: UpstreamExchange, s
   return new AttemptFailure(failure.kind, failure.code, failure.message, status, passHeaders, null, failure.retryAfterMs, detail);
 }
 
-/** A stream request's success answer: relayed as it comes; anything else is collected. */
-const isEventStream = ({ status, headers }: UpstreamHead): boolean =>
-  status >= 200 && status < 300 && String(headers['content-type'] ?? '').startsWith('text/event-stream');
+/** A stream request's success answer (relayed as it comes; anything else is collected), unless the dialect names another. */
+const SSE_CONTENT_TYPE = 'text/event-stream';
+
+/** Whether a stream request's answer is the stream itself (2xx, of the type): then it is relayed as it comes, else collected. */
+const streamOf = (type: string) => ({ status, headers }: UpstreamHead): boolean => status >= 200 && status < 300 && String(headers['content-type'] ?? '').startsWith(type);
+/** The SSE dialects' test, made once rather than per call. */
+const isSse = streamOf(SSE_CONTENT_TYPE);
 
 /**
  * Relays a stream: each upstream chunk is parsed into whole events (the

@@ -5,6 +5,7 @@ import { openaiProvider } from './openai/index.js';
 import { azureProvider } from './azure/index.js';
 import { anthropicProvider } from './anthropic/index.js';
 import { geminiProvider } from './gemini/index.js';
+import { bedrockProvider } from './bedrock/index.js';
 import { mockProvider } from './mock/index.js';
 
 export const PROVIDERS: Readonly<Record<ProviderName, Provider>> = {
@@ -12,5 +13,6 @@ export const PROVIDERS: Readonly<Record<ProviderName, Provider>> = {
   azure: azureProvider,
   anthropic: anthropicProvider,
   gemini: geminiProvider,
+  bedrock: bedrockProvider,
   mock: mockProvider,
 };

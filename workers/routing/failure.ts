@@ -92,8 +92,8 @@ export function providerFailure(status: number, headers: HeaderList, retryAfterM
   return new AttemptFailure('client_error', 'invalid_request', `the provider answered with status ${status}`, status, headers, answer);
 }
 
-/** OpenAI's `context_length_exceeded`, Anthropic's `prompt is too long`. */
-const PROMPT_TOO_LONG = /context_length_exceeded|prompt is too long/i;
+/** OpenAI's `context_length_exceeded`, Anthropic's `prompt is too long`, Bedrock's `Input is too long for requested model`. */
+const PROMPT_TOO_LONG = /context_length_exceeded|prompt is too long|input is too long/i;
 /** An error body is small; a larger one is not searched past this. */
 const SEARCH_BYTES = 64 * 1024;
 

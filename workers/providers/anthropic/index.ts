@@ -9,8 +9,9 @@
 import { providerKey, settingsOf, type Upstream } from '../../../protocol/config.js';
 import type { AnthropicSettings } from './config.js';
 import { GatewayError } from '../../../protocol/errors.js';
-import type { Provider, ProviderCall } from '../adapter.js';
-import { bodyText, isRecord, parseBody } from '../compatible.js';
+import type { Provider } from '../adapter.js';
+import { includesUsage, jsonModeOf } from '../chat-request.js';
+import { bodyText, parseBody } from '../compatible.js';
 import { httpAttempt, type HttpDialect } from '../http-attempt.js';
 import { TranslatingRelay } from '../translating-relay.js';
 import { anthropicError, anthropicHeaders } from './errors.js';
@@ -26,12 +27,6 @@ function credentials(headers: Record<string, string>, upstream: Pick<Upstream, '
   headers['anthropic-version'] = settingsOf<AnthropicSettings>(upstream).anthropicVersion;
 }
 
-/** Whether the request forced the JSON tool: the answer's tool input is its content. */
-const jsonModeOf = (call: ProviderCall): boolean => {
-  const format = call.body.response_format;
-  return isRecord(format) && (format.type === 'json_schema' || format.type === 'json_object') && !(Array.isArray(call.body.tools) && call.body.tools.length > 0);
-};
-
 const created = (): number => Math.floor(Date.now() / 1000);
 
 const dialect: HttpDialect = {
@@ -46,13 +41,11 @@ const dialect: HttpDialect = {
   headers: (raw) => anthropicHeaders(raw),
   error: (status, body) => anthropicError(status, bodyText(body)),
   reply(call, body) {
-    const { completion, usage } = toChatCompletion(parseBody(body), { created: created(), jsonMode: jsonModeOf(call) });
+    const { completion, usage } = toChatCompletion(parseBody(body), { created: created(), jsonMode: jsonModeOf(call.body) });
     return { body: encoder.encode(JSON.stringify(completion)), usage };
   },
   stream(call) {
-    const options = call.body.stream_options;
-    const includeUsage = isRecord(options) && options.include_usage === true;
-    return new TranslatingRelay(new MessagesStreamTranslator({ created: created(), includeUsage, jsonMode: jsonModeOf(call) }));
+    return new TranslatingRelay(new MessagesStreamTranslator({ created: created(), includeUsage: includesUsage(call.body), jsonMode: jsonModeOf(call.body) }));
   },
   readsServerErrors: true,
 };

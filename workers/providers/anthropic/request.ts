@@ -25,7 +25,7 @@
  *   parameter is not sent.
  */
 import { GatewayError } from '../../../protocol/errors.js';
-import { contentParts, DATA_URL, eachMessage, functionTools, OPENAI_ONLY, refuser, refuseUnsupported, stopSequences, textOnly, toolCalls, Turns, type NoEquivalent, type Refuse } from '../chat-request.js';
+import { contentParts, DATA_URL, eachMessage, functionTools, JSON_TOOL, JSON_TOOL_DESCRIPTION, jsonSchemaOf, maxTokensOf, NO_SAMPLING_CONTROLS, OPENAI_ONLY, refuser, refuseUnsupported, stopSequences, textOnly, toolCalls, Turns, type NoEquivalent, type Refuse } from '../chat-request.js';
 import { isRecord } from '../compatible.js';
 
 export interface RequestOptions {
@@ -35,8 +35,7 @@ export interface RequestOptions {
   readonly dropParams: boolean;
 }
 
-/** The tool JSON mode forces; its input is the answer. Only used when the caller sent no tools. */
-export const JSON_TOOL = 'json_response';
+export { JSON_TOOL };
 
 /** Anthropic requires max_tokens; OpenAI's callers often send none. */
 export const DEFAULT_MAX_TOKENS = 4096;
@@ -45,10 +44,7 @@ type Block = Record<string, unknown>;
 
 /** OpenAI parameters Anthropic has no equivalent for, each with the values that ask for nothing. */
 const REFUSED: NoEquivalent = {
-  n: (v) => v === 1,
-  presence_penalty: (v) => v === 0,
-  frequency_penalty: (v) => v === 0,
-  seed: () => false,
+  ...NO_SAMPLING_CONTROLS,
   ...OPENAI_ONLY,
 };
 
@@ -66,9 +62,9 @@ export function toMessagesRequest(body: Readonly<Record<string, unknown>>, optio
   if (typeof body.top_p === 'number') out.top_p = body.top_p;
   if (typeof body.user === 'string' && body.user.length > 0) out.metadata = { user_id: body.user };
   const tools = functionTools(body.tools, refuse).map((t) => ({ name: t.name, ...(t.description === undefined ? {} : { description: t.description }), input_schema: t.parameters ?? { type: 'object', properties: {} } }));
-  const json = jsonMode(body.response_format, tools.length > 0, refuse);
+  const json = jsonSchemaOf(body.response_format, tools.length > 0, refuse);
   if (json !== null) {
-    out.tools = [{ name: JSON_TOOL, description: 'Answer with a JSON value that matches the input schema.', input_schema: json }];
+    out.tools = [{ name: JSON_TOOL, description: JSON_TOOL_DESCRIPTION, input_schema: json }];
     out.tool_choice = { type: 'tool', name: JSON_TOOL };
   } else if (tools.length > 0) {
     out.tools = tools;
@@ -80,8 +76,7 @@ export function toMessagesRequest(body: Readonly<Record<string, unknown>>, optio
 }
 
 function maxTokens(body: Readonly<Record<string, unknown>>): number {
-  const value = body.max_completion_tokens ?? body.max_tokens;
-  return typeof value === 'number' ? value : DEFAULT_MAX_TOKENS;
+  return maxTokensOf(body) ?? DEFAULT_MAX_TOKENS;
 }
 
 function conversation(messages: unknown, refuse: Refuse): { system: Block[]; turns: Array<{ role: 'user' | 'assistant'; content: Block[] }> } {
@@ -132,21 +127,4 @@ function toolChoice(choice: unknown, serial: boolean): Block | null {
   else if (isRecord(choice) && isRecord(choice.function) && typeof choice.function.name === 'string') out = { type: 'tool', name: choice.function.name };
   if (serial) out = { ...(out ?? { type: 'auto' }), disable_parallel_tool_use: true };
   return out;
-}
-
-/** The schema JSON mode forces, or null when the caller asked for text (or nothing). */
-function jsonMode(format: unknown, hasTools: boolean, refuse: (param: string, why: string) => void): Record<string, unknown> | null {
-  if (!isRecord(format) || format.type === 'text') return null;
-  let schema: Record<string, unknown> | null = null;
-  if (format.type === 'json_object') schema = { type: 'object' };
-  else if (format.type === 'json_schema' && isRecord(format.json_schema) && isRecord(format.json_schema.schema)) schema = format.json_schema.schema;
-  if (schema === null) {
-    refuse('response_format.type', `"${String(format.type)}" has no equivalent`);
-    return null;
-  }
-  if (hasTools) {
-    refuse('response_format', 'a JSON answer together with tools has no equivalent');
-    return null;
-  }
-  return schema;
 }

@@ -13,7 +13,7 @@
  *   (rather than a made-up 0), and the gateway counts none.
  */
 import { GatewayError } from '../../../protocol/errors.js';
-import { isRecord } from '../compatible.js';
+import { float32Base64, isRecord } from '../compatible.js';
 
 export function toBatchEmbedRequest(body: Readonly<Record<string, unknown>>, model: string): Record<string, unknown> {
   const raw = body.input;
@@ -50,11 +50,4 @@ export function toEmbeddingList(response: unknown, options: EmbeddingOptions): R
     return { object: 'embedding', index, embedding: options.base64 ? float32Base64(values as number[]) : values };
   });
   return { object: 'list', data, model: options.model };
-}
-
-/** OpenAI's base64 form: the vector as little-endian float32, base64-encoded. */
-function float32Base64(values: readonly number[]): string {
-  const bytes = Buffer.alloc(values.length * 4);
-  for (let i = 0; i < values.length; i++) bytes.writeFloatLE(values[i] as number, i * 4);
-  return bytes.toString('base64');
 }

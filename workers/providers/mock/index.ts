@@ -10,6 +10,7 @@ import { settingsOf } from '../../../protocol/config.js';
 import type { MockSettings } from './config.js';
 import type { Usage } from '../../../protocol/frames.js';
 import type { AttemptSink, Provider, ProviderCall } from '../adapter.js';
+import { embeddingList } from '../compatible.js';
 
 const CREATED = 1_700_000_000;
 const encoder = new TextEncoder();
@@ -82,16 +83,14 @@ function embeddings(call: ProviderCall): { body: string; usage: Usage } {
   const inputs: unknown[] = Array.isArray(raw) ? raw : [raw];
   const requested = call.body.dimensions;
   const dims = typeof requested === 'number' && Number.isInteger(requested) && requested > 0 && requested <= 65_536 ? requested : settingsOf<MockSettings>(call.upstream).embeddingDimensions;
-  const base64 = call.body.encoding_format === 'base64';
   let tokens = 0;
-  const data = inputs.map((input, index) => {
+  const vectors = inputs.map((input) => {
     const text = typeof input === 'string' ? input : JSON.stringify(input);
     tokens += countTokens(text);
-    const values = vector(text, dims);
-    return { object: 'embedding', index, embedding: base64 ? float32Base64(values) : values };
+    return vector(text, dims);
   });
   const usage = { prompt: tokens, completion: 0 };
-  return { body: JSON.stringify({ object: 'list', data, model: call.upstream.upstreamModel, usage: { prompt_tokens: tokens, total_tokens: tokens } }), usage };
+  return { body: JSON.stringify(embeddingList(vectors, call.upstream.upstreamModel, tokens, call.body.encoding_format === 'base64')), usage };
 }
 
 /** A unit vector seeded by the text: the same input always gives the same embedding. */
@@ -110,13 +109,6 @@ function vector(text: string, dims: number): number[] {
   const scale = 1 / Math.sqrt(norm || 1);
   for (let i = 0; i < dims; i++) out[i] = Math.round((out[i] as number) * scale * 1e6) / 1e6;
   return out;
-}
-
-/** OpenAI's base64 form: the vector as little-endian float32, base64-encoded. */
-function float32Base64(values: readonly number[]): string {
-  const bytes = Buffer.alloc(values.length * 4);
-  values.forEach((value, i) => bytes.writeFloatLE(value, i * 4));
-  return bytes.toString('base64');
 }
 
 function promptText(messages: unknown): string {

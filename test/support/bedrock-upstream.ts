@@ -1,0 +1,442 @@
+/**
+ * A fake AWS Bedrock runtime API on 127.0.0.1, in the real wire format
+ * (the Bedrock Runtime API reference: Converse, ConverseStream,
+ * InvokeModel, ListAsyncInvokes, Errors; the shapes and event names of
+ * @aws-sdk/client-bedrock-runtime), proved by the official SDK in
+ * bedrock-upstream.test.ts:
+ * - every request is authenticated as AWS does: a Bedrock API key as
+ *   `Authorization: Bearer`, or a SigV4 signature VERIFIED by recomputing
+ *   it (@smithy/signature-v4) from the request as received (method, path,
+ *   query, the signed headers, the body's bytes) and the fake's own
+ *   credentials; a signature more than 5 minutes from the fake's clock
+ *   (which a test may set apart) is refused as AWS refuses it. Refusals
+ *   are 403s (`UnrecognizedClientException`, `InvalidSignatureException`,
+ *   `MissingAuthenticationTokenException`);
+ * - `POST /model/<id>/converse`: checks the request as Converse does (known
+ *   fields, turns alternating from `user`, no blank text block, each
+ *   assistant turn's `toolUse` answered by `toolResult` blocks in the next
+ *   user turn, `toolConfig` present when tool blocks are) and answers a
+ *   Converse answer; `/converse-stream` answers the same as an AWS event
+ *   stream (application/vnd.amazon.eventstream) encoded with
+ *   @smithy/eventstream-codec: `messageStart`, `contentBlockStart` (tool
+ *   use), `contentBlockDelta` (text, tool input fragments, reasoning),
+ *   `contentBlockStop`, `messageStop`, `metadata`, each with the random
+ *   padding field `p` Bedrock adds; or an exception frame
+ *   (`:message-type: exception`) mid-stream;
+ * - `POST /model/<id>/invoke` for Titan text embeddings (`inputText`, one
+ *   text) and Cohere embed (`texts`, `input_type`), with the
+ *   `x-amzn-bedrock-input-token-count` header;
+ * - `GET /async-invoke`: ListAsyncInvokes, the gateway's free probe;
+ * - errors as `{"message": …}` with `x-amzn-errortype` and
+ *   `x-amzn-requestid`.
+ */
+import { createHash } from 'node:crypto';
+import type { ServerResponse } from 'node:http';
+import { EventStreamCodec, type MessageHeaders } from '@smithy/eventstream-codec';
+import { Hash } from '@smithy/hash-node';
+import { SignatureV4 } from '@smithy/signature-v4';
+import { fromUtf8, toUtf8 } from '@smithy/util-utf8';
+import { sendJson, startFakeServer, type FakeRequest, type FakeServer } from './http-fake.js';
+
+export const BEDROCK_REGION = 'us-east-1';
+/** The fake's AWS credentials (the documentation's example key pair, as the SDK's tests use). */
+export const AWS_KEYS = { accessKeyId: 'AKIAIOSFODNN7EXAMPLE', secretAccessKey: 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY' } as const;
+/** A second identity whose requests must carry this session token. */
+export const AWS_SESSION_KEYS = { accessKeyId: 'ASIAIOSFODNN7SESSION', secretAccessKey: 'session/secret/key+0123456789abcdefghijkl', sessionToken: 'FwoGZXIvYXdzEFAKE//session+token/0123456789abcdef==' } as const;
+export const BEDROCK_API_KEY = 'ABSKQmVkcm9ja0FQSUtleS1mYWtlLTAxMjM0NTY3ODk=';
+
+export type ConverseBlock =
+  | { readonly text: string }
+  | { readonly toolUse: { readonly toolUseId: string; readonly name: string; readonly input: Record<string, unknown> } }
+  | { readonly reasoningContent: { readonly reasoningText: { readonly text: string; readonly signature: string } } };
+
+export interface TokenUsage {
+  readonly inputTokens: number;
+  readonly outputTokens: number;
+  readonly cacheReadInputTokens?: number;
+  readonly cacheWriteInputTokens?: number;
+}
+
+/** What the fake does with one Converse or ConverseStream request. */
+export type BedrockReply =
+  /**
+   * An answer (JSON, or its event stream): `intervalMs` between stream frames (0: one write);
+   * `cuts`: write the stream's bytes cut at these offsets instead, 1 ms apart.
+   */
+  | { readonly kind: 'message'; readonly content?: readonly ConverseBlock[]; readonly stopReason?: string; readonly usage?: TokenUsage; readonly intervalMs?: number; readonly cuts?: readonly number[] }
+  /** An error answer: this status, Bedrock's error body and type header, and extra headers (retry-after…). */
+  | { readonly kind: 'error'; readonly status: number; readonly type: string; readonly message: string; readonly headers?: Record<string, string> }
+  /** A stream that sends an exception frame after messageStart (and after a text delta when `afterContent`). */
+  | { readonly kind: 'exception'; readonly name: string; readonly message: string; readonly afterContent: boolean }
+  /** A stream that ends cleanly but before messageStop (after a text delta). */
+  | { readonly kind: 'cut-short' }
+  /** Streams: messageStart, then nothing until the client leaves. */
+  | { readonly kind: 'hang' };
+
+export interface BedrockUpstream extends FakeServer {
+  /** The `api_base` for a deployment (the origin: the adapter adds /model/…). */
+  readonly url: string;
+  /** Queues replies for the next Converse and ConverseStream requests, one each. */
+  script(...replies: BedrockReply[]): void;
+  /** The Converse and ConverseStream requests received (the model id decoded as `modelId`). */
+  converse(): Array<FakeRequest & { modelId: string }>;
+  /** The InvokeModel requests received. */
+  invocations(): Array<FakeRequest & { modelId: string }>;
+  /** Requests refused for their credentials or signature, with the reason. */
+  readonly refused: string[];
+  /** The fake's clock runs this far from the host's (a skewed client, seen from AWS). */
+  skewMs: number;
+  /** performance.now() when the last frame of the last stream was written. */
+  lastFrameAt: number;
+  reset(): void;
+}
+
+const KNOWN_FIELDS = new Set(['messages', 'system', 'inferenceConfig', 'toolConfig', 'guardrailConfig', 'additionalModelRequestFields', 'promptVariables', 'additionalModelResponseFieldPaths', 'requestMetadata', 'performanceConfig', 'serviceTier']);
+const INFERENCE_FIELDS = new Set(['maxTokens', 'temperature', 'topP', 'stopSequences']);
+const MAX_SKEW_MS = 5 * 60_000;
+
+const codec = new EventStreamCodec(toUtf8, fromUtf8);
+
+export async function startBedrockUpstream(): Promise<BedrockUpstream> {
+  const queue: BedrockReply[] = [];
+  const refused: string[] = [];
+  let served = 0;
+  const state = { skewMs: 0, lastFrameAt: 0 };
+  const server = await startFakeServer((req, res, { later, alive }) => {
+    const requestId = `fake-${String(++served).padStart(4, '0')}-0000-0000-0000-000000000000`;
+    const headers = { 'x-amzn-requestid': requestId };
+    void authenticate(req, Date.now() + state.skewMs).then((refusal) => {
+      if (refusal !== null) {
+        refused.push(`${refusal.type}: ${refusal.message}`);
+        return bedrockError(res, 403, refusal.type, refusal.message, headers);
+      }
+      if (req.method === 'GET' && req.path === '/async-invoke') return sendJson(res, 200, { asyncInvokeSummaries: [] }, headers);
+      const route = /^\/model\/([^/]+)\/(converse|converse-stream|invoke)$/.exec(req.path);
+      if (req.method !== 'POST' || route === null) return bedrockError(res, 404, 'UnknownOperationException', `Unknown operation ${req.method} ${req.path}`, headers);
+      const [, segment, action] = route as unknown as [string, string, string];
+      const modelId = decodeURIComponent(segment);
+      if (action === 'invoke') return invokeModel(res, modelId, req.body, headers);
+      const problem = converseProblem(req.body);
+      if (problem !== null) return bedrockError(res, 400, 'ValidationException', problem, headers);
+      const reply = queue.shift() ?? { kind: 'message', content: [{ text: `Hello! You said: ${lastUserText(req.body)}` }] };
+      if (reply.kind === 'error') return bedrockError(res, reply.status, reply.type, reply.message, { ...headers, ...reply.headers });
+      if (action === 'converse') {
+        if (reply.kind !== 'message') throw new Error(`a "${reply.kind}" reply needs a stream request`);
+        return sendJson(res, 200, converseAnswer(reply), headers);
+      }
+      res.writeHead(200, { 'content-type': 'application/vnd.amazon.eventstream', ...headers });
+      const write = (frames: Uint8Array[], intervalMs: number, end: boolean) => writeFrames(res, frames, intervalMs, later, alive, end, () => (state.lastFrameAt = performance.now()));
+      switch (reply.kind) {
+        case 'message': {
+          const frames = streamFrames(reply);
+          if (reply.cuts !== undefined) return writeCut(res, Buffer.concat(frames), reply.cuts, later, alive);
+          return write(frames, reply.intervalMs ?? 0, true);
+        }
+        case 'exception':
+          return write([eventFrame('messageStart', { role: 'assistant' }), ...(reply.afterContent ? [textDelta(0, 'Partly')] : []), exceptionFrame(reply.name, reply.message)], 0, true);
+        case 'cut-short':
+          return write([eventFrame('messageStart', { role: 'assistant' }), textDelta(0, 'Partly')], 0, true);
+        case 'hang':
+          return write([eventFrame('messageStart', { role: 'assistant' })], 0, false);
+      }
+    });
+  });
+  return {
+    ...server,
+    url: server.origin,
+    refused,
+    get skewMs() {
+      return state.skewMs;
+    },
+    set skewMs(ms: number) {
+      state.skewMs = ms;
+    },
+    get lastFrameAt() {
+      return state.lastFrameAt;
+    },
+    script: (...replies) => void queue.push(...replies),
+    converse: () => withModel(server.received.filter((r) => /\/(converse|converse-stream)$/.test(r.path))),
+    invocations: () => withModel(server.received.filter((r) => r.path.endsWith('/invoke'))),
+    reset() {
+      queue.length = 0;
+      refused.length = 0;
+      server.received.length = 0;
+      state.skewMs = 0;
+    },
+  };
+}
+
+const withModel = (requests: FakeRequest[]) => requests.map((r) => Object.assign(r, { modelId: decodeURIComponent(r.path.split('/')[2] ?? '') }));
+
+// ── authentication ──
+
+interface Refusal {
+  readonly type: string;
+  readonly message: string;
+}
+
+interface Identity {
+  readonly accessKeyId: string;
+  readonly secretAccessKey: string;
+  readonly sessionToken?: string;
+}
+
+const IDENTITIES = new Map<string, Identity>([
+  [AWS_KEYS.accessKeyId, AWS_KEYS],
+  [AWS_SESSION_KEYS.accessKeyId, AWS_SESSION_KEYS],
+]);
+
+const AUTHORIZATION = /^AWS4-HMAC-SHA256 Credential=([^/]+)\/(\d{8})\/([^/]+)\/([^/]+)\/aws4_request, ?SignedHeaders=([a-z0-9;-]+), ?Signature=([0-9a-f]{64})$/;
+
+/** Null when AWS would take the request's credentials and signature; else its 403. */
+async function authenticate(req: FakeRequest, now: number): Promise<Refusal | null> {
+  const authorization = String(req.headers.authorization ?? '');
+  if (authorization.startsWith('Bearer ')) {
+    return authorization.slice(7) === BEDROCK_API_KEY ? null : { type: 'UnrecognizedClientException', message: 'The security token included in the request is invalid.' };
+  }
+  const parsed = AUTHORIZATION.exec(authorization);
+  if (parsed === null) return { type: 'MissingAuthenticationTokenException', message: 'Missing Authentication Token' };
+  const [, keyId, day, region, service, signedList, signature] = parsed as unknown as string[];
+  const identity = IDENTITIES.get(keyId as string);
+  if (identity === undefined) return { type: 'UnrecognizedClientException', message: 'The security token included in the request is invalid.' };
+  if (service !== 'bedrock' || region !== BEDROCK_REGION) return { type: 'InvalidSignatureException', message: `Credential should be scoped to a valid region and service ('${String(region)}', '${String(service)}').` };
+  if (identity.sessionToken !== undefined && req.headers['x-amz-security-token'] !== identity.sessionToken) {
+    return { type: 'UnrecognizedClientException', message: 'The security token included in the request is invalid.' };
+  }
+  const amzDate = String(req.headers['x-amz-date'] ?? '');
+  const at = Date.parse(amzDate.replace(/^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z$/, '$1-$2-$3T$4:$5:$6Z'));
+  if (Number.isNaN(at) || !amzDate.startsWith(day as string)) return { type: 'InvalidSignatureException', message: 'Date in Credential scope does not match YYYYMMDD from ISO-8601 version of date from HTTP' };
+  if (Math.abs(now - at) > MAX_SKEW_MS) {
+    const words = now > at ? 'expired' : 'not yet current';
+    return { type: 'InvalidSignatureException', message: `Signature ${words}: ${amzDate} is now ${now > at ? 'earlier' : 'later'} than ${compact(now - (now > at ? MAX_SKEW_MS : -MAX_SKEW_MS))} (${compact(now)} ${now > at ? '-' : '+'} 5 min.)` };
+  }
+  const claimed = req.headers['x-amz-content-sha256'];
+  if (claimed !== undefined && claimed !== createHash('sha256').update(req.raw).digest('hex')) {
+    return { type: 'InvalidSignatureException', message: 'The provided x-amz-content-sha256 header does not match what was computed.' };
+  }
+  const signed = (signedList as string).split(';');
+  const headers: Record<string, string> = {};
+  for (const name of signed) {
+    const value = req.headers[name];
+    if (value === undefined) return { type: 'InvalidSignatureException', message: `Signed header ${name} is missing` };
+    headers[name] = Array.isArray(value) ? value.join(',') : value;
+  }
+  const signer = new SignatureV4({ credentials: identity, region: BEDROCK_REGION, service: 'bedrock', sha256: Hash.bind(null, 'sha256') });
+  const expected = await signer.sign(
+    { method: req.method, protocol: 'http:', hostname: '127.0.0.1', path: req.path, query: Object.fromEntries(req.query), headers, body: req.raw.length > 0 ? new Uint8Array(req.raw) : undefined },
+    { signingDate: new Date(at), signingRegion: BEDROCK_REGION, signingService: 'bedrock', signableHeaders: new Set(signed) },
+  );
+  const recomputed = /Signature=([0-9a-f]{64})$/.exec(String(expected.headers.authorization))?.[1];
+  if (recomputed !== signature) {
+    return {
+      type: 'InvalidSignatureException',
+      message: 'The request signature we calculated does not match the signature you provided. Check your AWS Secret Access Key and signing method. Consult the service documentation for details.',
+    };
+  }
+  return null;
+}
+
+/** AWS's compact ISO 8601 form, as the messages quote times. */
+const compact = (ms: number): string => new Date(ms).toISOString().replace(/[-:]|\.\d{3}/g, '');
+
+// ── answers ──
+
+function bedrockError(res: ServerResponse, status: number, type: string, message: string, headers: Record<string, string>): void {
+  sendJson(res, status, { message }, { 'x-amzn-errortype': `${type}:http://internal.amazon.com/coral/com.amazon.bedrock/`, ...headers });
+}
+
+const usageOf = (usage: TokenUsage | undefined) => {
+  const u = { inputTokens: 12, outputTokens: 6, ...usage };
+  return { ...u, totalTokens: u.inputTokens + u.outputTokens + (u.cacheReadInputTokens ?? 0) + (u.cacheWriteInputTokens ?? 0) };
+};
+
+const stopOf = (reply: Extract<BedrockReply, { kind: 'message' }>) => reply.stopReason ?? ((reply.content ?? []).some((b) => 'toolUse' in b) ? 'tool_use' : 'end_turn');
+
+function converseAnswer(reply: Extract<BedrockReply, { kind: 'message' }>) {
+  return { output: { message: { role: 'assistant', content: reply.content ?? [] } }, stopReason: stopOf(reply), usage: usageOf(reply.usage), metrics: { latencyMs: 321 } };
+}
+
+/** Bedrock pads every event with a random-length `p` field, so that lengths say nothing of the content. */
+const padding = (n: number): string => 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789'.slice(0, 1 + (n * 7) % 40);
+let frameCount = 0;
+
+function frame(headers: MessageHeaders, payload: unknown): Uint8Array {
+  return codec.encode({ headers, body: fromUtf8(JSON.stringify(payload)) });
+}
+
+export function eventFrame(type: string, payload: Record<string, unknown>): Uint8Array {
+  return frame(
+    { ':event-type': { type: 'string', value: type }, ':content-type': { type: 'string', value: 'application/json' }, ':message-type': { type: 'string', value: 'event' } },
+    { ...payload, p: padding(frameCount++) },
+  );
+}
+
+export function exceptionFrame(name: string, message: string): Uint8Array {
+  return frame({ ':exception-type': { type: 'string', value: name }, ':content-type': { type: 'string', value: 'application/json' }, ':message-type': { type: 'string', value: 'exception' } }, { message });
+}
+
+const textDelta = (index: number, text: string) => eventFrame('contentBlockDelta', { contentBlockIndex: index, delta: { text } });
+
+/** The frames of a streamed answer, in Bedrock's order (metadata last). */
+export function streamFrames(reply: Extract<BedrockReply, { kind: 'message' }>): Uint8Array[] {
+  const out = [eventFrame('messageStart', { role: 'assistant' })];
+  (reply.content ?? []).forEach((block, index) => {
+    if ('text' in block) {
+      for (const piece of block.text.match(/\S+\s*|\s+/g) ?? []) out.push(textDelta(index, piece));
+    } else if ('toolUse' in block) {
+      out.push(eventFrame('contentBlockStart', { contentBlockIndex: index, start: { toolUse: { toolUseId: block.toolUse.toolUseId, name: block.toolUse.name } } }));
+      for (const piece of JSON.stringify(block.toolUse.input).match(/[\s\S]{1,7}/g) ?? []) out.push(eventFrame('contentBlockDelta', { contentBlockIndex: index, delta: { toolUse: { input: piece } } }));
+    } else {
+      out.push(eventFrame('contentBlockDelta', { contentBlockIndex: index, delta: { reasoningContent: { text: block.reasoningContent.reasoningText.text } } }));
+      out.push(eventFrame('contentBlockDelta', { contentBlockIndex: index, delta: { reasoningContent: { signature: block.reasoningContent.reasoningText.signature } } }));
+    }
+    out.push(eventFrame('contentBlockStop', { contentBlockIndex: index }));
+  });
+  out.push(eventFrame('messageStop', { stopReason: stopOf(reply) }));
+  out.push(eventFrame('metadata', { usage: usageOf(reply.usage), metrics: { latencyMs: 321 } }));
+  return out;
+}
+
+function writeFrames(res: ServerResponse, frames: Uint8Array[], intervalMs: number, later: (ms: number, fn: () => void) => void, alive: () => boolean, end: boolean, wroteLast: () => void): void {
+  const finish = () => {
+    wroteLast();
+    if (end) res.end();
+  };
+  if (intervalMs === 0) {
+    res.write(Buffer.concat(frames));
+    return finish();
+  }
+  let i = 0;
+  const next = () => {
+    if (!alive()) return;
+    res.write(frames[i++]);
+    if (i === frames.length) return finish();
+    later(intervalMs, next);
+  };
+  next();
+}
+
+/** The bytes cut at `cuts`, each piece its own write 1 ms after the one before (so each is its own TCP read). */
+function writeCut(res: ServerResponse, bytes: Buffer, cuts: readonly number[], later: (ms: number, fn: () => void) => void, alive: () => boolean): void {
+  const points = [...new Set(cuts.filter((c) => c > 0 && c < bytes.length))].sort((a, b) => a - b);
+  const pieces = [...points, bytes.length].map((end, i) => bytes.subarray(i === 0 ? 0 : (points[i - 1] as number), end));
+  let i = 0;
+  const next = () => {
+    if (!alive()) return;
+    res.write(pieces[i++]);
+    if (i === pieces.length) return void res.end();
+    later(1, next);
+  };
+  next();
+}
+
+// ── embeddings ──
+
+function invokeModel(res: ServerResponse, modelId: string, body: Record<string, unknown>, headers: Record<string, string>): void {
+  const tokens = (texts: readonly string[]) => texts.reduce((n, t) => n + Math.max(1, Math.ceil(t.length / 4)), 0);
+  if (/^amazon\.titan-embed-text/.test(modelId)) {
+    const extra = Object.keys(body).filter((k) => !['inputText', 'dimensions', 'normalize', 'embeddingTypes'].includes(k));
+    if (typeof body.inputText !== 'string' || extra.length > 0) return bedrockError(res, 400, 'ValidationException', `Malformed input request: ${extra.length > 0 ? `extraneous key [${extra[0]}] is not permitted` : 'required key [inputText] not found'}, please reformat your input and try again.`, headers);
+    const dims = typeof body.dimensions === 'number' ? body.dimensions : 1024;
+    const count = tokens([body.inputText]);
+    return sendJson(res, 200, { embedding: vectorOf(body.inputText, dims), inputTextTokenCount: count }, { ...headers, 'x-amzn-bedrock-input-token-count': String(count) });
+  }
+  if (/^cohere\.embed-/.test(modelId)) {
+    const texts = body.texts;
+    if (!Array.isArray(texts) || texts.length === 0 || texts.length > 96 || !texts.every((t) => typeof t === 'string')) return bedrockError(res, 400, 'ValidationException', 'Malformed input request: #/texts: expected 1 to 96 strings, please reformat your input and try again.', headers);
+    if (!['search_document', 'search_query', 'classification', 'clustering'].includes(String(body.input_type))) return bedrockError(res, 400, 'ValidationException', 'Malformed input request: #/input_type: required, please reformat your input and try again.', headers);
+    const dims = typeof body.output_dimension === 'number' ? body.output_dimension : 1024;
+    return sendJson(res, 200, { id: 'emb-fake', response_type: 'embeddings_floats', texts, embeddings: (texts as string[]).map((t) => vectorOf(t, dims)) }, { ...headers, 'x-amzn-bedrock-input-token-count': String(tokens(texts as string[])) });
+  }
+  return bedrockError(res, 400, 'ValidationException', `The provided model identifier is invalid.`, headers);
+}
+
+/** A vector seeded by the text, with values a float32 holds exactly (so base64 round-trips). */
+export function vectorOf(text: string, dims: number): number[] {
+  let h = 0;
+  for (const c of text) h = (h * 31 + c.charCodeAt(0)) % 997;
+  return Array.from({ length: dims }, (_, i) => ((h + i * 13) % 64) / 64 - 0.5);
+}
+
+// ── the request as Converse checks it ──
+
+const isRecord = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
+
+function lastUserText(body: Record<string, unknown>): string {
+  const messages = body.messages as Array<{ role: string; content: Array<Record<string, unknown>> }>;
+  const last = [...messages].reverse().find((m) => m.role === 'user');
+  return (last?.content ?? []).filter((b) => typeof b.text === 'string').map((b) => b.text).join(' ');
+}
+
+/**
+ * What Converse would refuse in a request, as its ValidationException message; null for one it
+ * takes. The rules the translation must respect (the API reference, and Bedrock's answers to
+ * what breaks them): exported for the property test.
+ */
+export function converseProblem(body: Record<string, unknown>): string | null {
+  for (const key of Object.keys(body)) if (!KNOWN_FIELDS.has(key)) return `1 validation error detected: Value at '${key}' failed to satisfy constraint: unknown field`;
+  const messages = body.messages;
+  if (!Array.isArray(messages) || messages.length === 0) return 'A conversation must start with a user message. Try again with a conversation that starts with a user message.';
+  if (body.system !== undefined) {
+    if (!Array.isArray(body.system)) return 'system: must be a list of system content blocks';
+    for (const [i, block] of body.system.entries()) if (!isRecord(block) || typeof block.text !== 'string' || block.text.trim() === '') return `The text field in the SystemContentBlock object at system.${i} is blank. Add text to the text field, and try again.`;
+  }
+  if (body.inferenceConfig !== undefined) {
+    if (!isRecord(body.inferenceConfig)) return 'inferenceConfig: must be an object';
+    for (const key of Object.keys(body.inferenceConfig)) if (!INFERENCE_FIELDS.has(key)) return `inferenceConfig.${key}: unknown field`;
+    const { maxTokens, stopSequences } = body.inferenceConfig;
+    if (maxTokens !== undefined && (typeof maxTokens !== 'number' || !Number.isInteger(maxTokens) || maxTokens < 1)) return 'inferenceConfig.maxTokens: must be an integer of at least 1';
+    if (stopSequences !== undefined && (!Array.isArray(stopSequences) || stopSequences.some((s) => typeof s !== 'string' || s.length === 0))) return 'inferenceConfig.stopSequences: must be non-empty strings';
+  }
+  const toolNames = new Set<string>();
+  if (body.toolConfig !== undefined) {
+    const config = body.toolConfig;
+    if (!isRecord(config) || !Array.isArray(config.tools) || config.tools.length === 0) return 'toolConfig.tools: must have at least one tool';
+    for (const tool of config.tools) {
+      const spec = isRecord(tool) ? tool.toolSpec : undefined;
+      if (!isRecord(spec) || typeof spec.name !== 'string' || !isRecord(spec.inputSchema) || !isRecord(spec.inputSchema.json)) return 'toolConfig.tools: each tool needs a toolSpec with a name and inputSchema.json';
+      if (spec.description !== undefined && (typeof spec.description !== 'string' || spec.description.length === 0)) return 'toolConfig.tools.toolSpec.description: must not be empty';
+      toolNames.add(spec.name);
+    }
+    const choice = config.toolChoice;
+    if (choice !== undefined) {
+      if (!isRecord(choice) || Object.keys(choice).length !== 1) return 'toolConfig.toolChoice: must be one of auto, any, tool';
+      if (isRecord(choice.tool) ? typeof choice.tool.name !== 'string' || !toolNames.has(choice.tool.name) : !isRecord(choice.auto) && !isRecord(choice.any)) return 'toolConfig.toolChoice: must be auto, any, or a tool of toolConfig.tools';
+    }
+  }
+  let pending: Set<string> | null = null;
+  let tools = false;
+  for (const [i, message] of messages.entries()) {
+    if (!isRecord(message) || (message.role !== 'user' && message.role !== 'assistant')) return `messages.${i}.role: must be user or assistant`;
+    if (i === 0 && message.role !== 'user') return 'A conversation must start with a user message. Try again with a conversation that starts with a user message.';
+    if (i > 0 && (messages[i - 1] as Record<string, unknown>).role === message.role) return 'A conversation must alternate between user and assistant roles. Make sure the conversation alternates between user and assistant roles and try again.';
+    if (!Array.isArray(message.content) || message.content.length === 0) return `messages.${i}.content: must have at least one content block`;
+    const answered = new Set<string>();
+    const uses = new Set<string>();
+    for (const [j, block] of message.content.entries()) {
+      if (!isRecord(block) || Object.keys(block).length !== 1) return `messages.${i}.content.${j}: a content block has exactly one member`;
+      if ('text' in block) {
+        if (typeof block.text !== 'string' || block.text.trim() === '') return `The text field in the ContentBlock object at messages.${i}.content.${j} is blank. Add text to the text field, and try again.`;
+      } else if (isRecord(block.image)) {
+        if (message.role !== 'user' || !['png', 'jpeg', 'gif', 'webp'].includes(String(block.image.format)) || !isRecord(block.image.source) || typeof block.image.source.bytes !== 'string') return `messages.${i}.content.${j}.image: invalid image block`;
+      } else if (isRecord(block.toolUse)) {
+        tools = true;
+        if (message.role !== 'assistant' || typeof block.toolUse.toolUseId !== 'string' || typeof block.toolUse.name !== 'string' || !isRecord(block.toolUse.input)) return `messages.${i}.content.${j}.toolUse: invalid toolUse block`;
+        uses.add(block.toolUse.toolUseId);
+      } else if (isRecord(block.toolResult)) {
+        tools = true;
+        const result = block.toolResult;
+        if (message.role !== 'user' || typeof result.toolUseId !== 'string' || !Array.isArray(result.content)) return `messages.${i}.content.${j}.toolResult: invalid toolResult block`;
+        for (const part of result.content) if (!isRecord(part) || typeof part.text !== 'string' || part.text.trim() === '') return `messages.${i}.content.${j}.toolResult.content: blank text`;
+        answered.add(result.toolUseId);
+      } else return `messages.${i}.content.${j}: unknown content block ${Object.keys(block)[0]}`;
+    }
+    if (pending !== null) {
+      const missing = [...pending].filter((id) => !answered.has(id));
+      if (missing.length > 0) return `Expected toolResult blocks at messages.${i}.content for the following Ids: ${missing.join(', ')}`;
+    } else if (answered.size > 0) return `messages.${i}.content: toolResult blocks must answer the toolUse blocks of the turn before`;
+    pending = message.role === 'assistant' && uses.size > 0 ? uses : null;
+  }
+  if (tools && body.toolConfig === undefined) return 'The toolConfig field must be defined when using toolUse and toolResult content blocks.';
+  return null;
+}
