@@ -13,6 +13,7 @@ import OpenAI, { APIError } from 'openai';
 import { beforeAll, afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { ANTHROPIC_KEY, startAnthropicUpstream, type AnthropicUpstream } from './support/anthropic-upstream.js';
 import { expectNoKeyLeak, TEST_KEY, upstreamCheckStatus, UPSTREAM_KEY, useGateway } from './support/gateway.js';
+import { WEATHER } from './support/chat-stream.js';
 
 const WRONG_KEY = 'sk-ant-wrong-key-abcdef0123456789';
 let anthropic: AnthropicUpstream;
@@ -47,11 +48,6 @@ router_settings: { num_retries: 2, stream_commit_timeout: 30 }
 `,
   }),
 });
-
-const WEATHER: OpenAI.Chat.Completions.ChatCompletionTool = {
-  type: 'function',
-  function: { name: 'get_weather', description: 'Weather in a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } },
-};
 
 describe('anthropic: chat both ways', () => {
   it('a chat completion: Messages request out (x-api-key, anthropic-version, max_tokens 4096, system), chat.completion back with usage and mapped rate-limit headers', async () => {

@@ -15,6 +15,7 @@ import OpenAI, { APIError } from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { AWS_KEYS, AWS_SESSION_KEYS, BEDROCK_API_KEY, startBedrockUpstream, streamFrames, vectorOf, type BedrockReply, type BedrockUpstream } from './support/bedrock-upstream.js';
 import { expectNoKeyLeak, TEST_KEY, upstreamCheckStatus, UPSTREAM_KEY, useGateway } from './support/gateway.js';
+import { collect, sseEvents, WEATHER, type Chunk } from './support/chat-stream.js';
 
 const MODEL = 'anthropic.claude-fake-v1:0';
 const ARN = 'arn:aws:bedrock:us-east-1:123456789012:inference-profile/us.anthropic.claude-fake-v1:0';
@@ -69,26 +70,6 @@ router_settings: { num_retries: 2, stream_commit_timeout: 30 }
 `,
   }),
 });
-
-const WEATHER: OpenAI.Chat.Completions.ChatCompletionTool = {
-  type: 'function',
-  function: { name: 'get_weather', description: 'Weather in a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } },
-};
-
-type Chunk = OpenAI.Chat.Completions.ChatCompletionChunk;
-
-async function collect(stream: AsyncIterable<Chunk>): Promise<Chunk[]> {
-  const out: Chunk[] = [];
-  for await (const chunk of stream) out.push(chunk);
-  return out;
-}
-
-/** The data of each SSE event of a raw answer. */
-const sseEvents = (text: string): string[] =>
-  text
-    .split('\n\n')
-    .filter((e) => e.startsWith('data: '))
-    .map((e) => e.slice(6));
 
 const chatBody = (model: string, extra: Record<string, unknown> = {}) => JSON.stringify({ model, messages: [{ role: 'user', content: 'x' }], ...extra });
 

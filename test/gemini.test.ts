@@ -16,6 +16,7 @@ import OpenAI, { APIError } from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { GEMINI_KEY, RATE_LIMITED, startGeminiUpstream, type GeminiUpstream } from './support/gemini-upstream.js';
 import { expectNoKeyLeak, TEST_KEY, upstreamCheckStatus, UPSTREAM_KEY, useGateway } from './support/gateway.js';
+import { collect, sseEvents, WEATHER } from './support/chat-stream.js';
 
 const WRONG_KEY = 'AIzaSy-wrong-gemini-key-0123456789abcdef';
 let gemini: GeminiUpstream;
@@ -55,22 +56,6 @@ router_settings: { num_retries: 2, stream_commit_timeout: 30 }
 `,
   }),
 });
-
-const WEATHER: OpenAI.Chat.Completions.ChatCompletionTool = {
-  type: 'function',
-  function: { name: 'get_weather', description: 'Weather in a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } },
-};
-
-type Chunk = OpenAI.Chat.Completions.ChatCompletionChunk;
-
-async function collect(stream: AsyncIterable<Chunk>): Promise<Chunk[]> {
-  const chunks: Chunk[] = [];
-  for await (const chunk of stream) chunks.push(chunk);
-  return chunks;
-}
-
-/** The data of each SSE event of a raw answer. */
-const sseEvents = (text: string): string[] => text.split('\n\n').filter((e) => e.startsWith('data: ')).map((e) => e.slice(6));
 
 describe('gemini: chat both ways', () => {
   it('a chat completion: generateContent at /v1beta/models/<model>, x-goog-api-key, systemInstruction and generationConfig; chat.completion back with usage (cached, thoughts)', async () => {

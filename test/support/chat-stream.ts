@@ -1,0 +1,19 @@
+/** What the provider tests share on the client side: a function tool, and a stream's chunks or raw events collected. */
+import type OpenAI from 'openai';
+
+export type Chunk = OpenAI.Chat.Completions.ChatCompletionChunk;
+
+export const WEATHER: OpenAI.Chat.Completions.ChatCompletionTool = {
+  type: 'function',
+  function: { name: 'get_weather', description: 'Weather in a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } },
+};
+
+/** Every chunk of an SDK stream, in order. */
+export async function collect(stream: AsyncIterable<Chunk>): Promise<Chunk[]> {
+  const chunks: Chunk[] = [];
+  for await (const chunk of stream) chunks.push(chunk);
+  return chunks;
+}
+
+/** The data of each SSE event of a raw answer. */
+export const sseEvents = (text: string): string[] => text.split('\n\n').filter((e) => e.startsWith('data: ')).map((e) => e.slice(6));
