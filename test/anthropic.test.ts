@@ -13,7 +13,7 @@ import OpenAI, { APIError } from 'openai';
 import { beforeAll, afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { ANTHROPIC_KEY, startAnthropicUpstream, type AnthropicUpstream } from './support/anthropic-upstream.js';
 import { expectNoKeyLeak, TEST_KEY, upstreamCheckStatus, UPSTREAM_KEY, useGateway } from './support/gateway.js';
-import { WEATHER } from './support/chat-stream.js';
+import { WEATHER, leaveMidStream } from './support/chat-stream.js';
 
 const WRONG_KEY = 'sk-ant-wrong-key-abcdef0123456789';
 let anthropic: AnthropicUpstream;
@@ -298,15 +298,7 @@ describe('anthropic: in-stream errors and the commit point', () => {
 
   it('a client that leaves mid-stream aborts the upstream request', async () => {
     anthropic.script({ kind: 'message', content: [{ type: 'text', text: 'word '.repeat(200) }], intervalMs: 20 });
-    const controller = new AbortController();
-    const stream = await gw.client().chat.completions.create({ model: 'claude', stream: true, messages: [{ role: 'user', content: 'long' }] }, { signal: controller.signal });
-    let seen = 0;
-    try {
-      for await (const _ of stream) if (++seen === 3) controller.abort();
-    } catch {
-      // The SDK may end the loop quietly or throw its abort error: either way the client left.
-    }
-    expect(seen).toBe(3);
+    expect(await leaveMidStream(gw.client(), 'claude', 3)).toBe(3);
     await anthropic.waitFor(() => anthropic.messages()[0]!.aborted, 3000);
     expect(anthropic.messages()[0]!.done).toBe(false);
   });

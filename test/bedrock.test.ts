@@ -15,7 +15,7 @@ import OpenAI, { APIError } from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { AWS_KEYS, AWS_SESSION_KEYS, BEDROCK_API_KEY, startBedrockUpstream, streamFrames, vectorOf, type BedrockReply, type BedrockUpstream } from './support/bedrock-upstream.js';
 import { expectNoKeyLeak, TEST_KEY, upstreamCheckStatus, UPSTREAM_KEY, useGateway } from './support/gateway.js';
-import { collect, sseEvents, WEATHER, type Chunk } from './support/chat-stream.js';
+import { collect, sseEvents, WEATHER, type Chunk, leaveMidStream } from './support/chat-stream.js';
 
 const MODEL = 'anthropic.claude-fake-v1:0';
 const ARN = 'arn:aws:bedrock:us-east-1:123456789012:inference-profile/us.anthropic.claude-fake-v1:0';
@@ -393,15 +393,7 @@ describe('bedrock: exception frames and the commit point', () => {
 
   it('a client that leaves mid-stream aborts the upstream request', async () => {
     bedrock.script({ kind: 'message', content: [{ text: 'word '.repeat(200) }], intervalMs: 20 });
-    const controller = new AbortController();
-    const stream = await gw.client().chat.completions.create({ model: 'claude', stream: true, messages: [{ role: 'user', content: 'long' }] }, { signal: controller.signal });
-    let seen = 0;
-    try {
-      for await (const _ of stream) if (++seen === 3) controller.abort();
-    } catch {
-      // The SDK may end the loop quietly or throw its abort error: either way the client left.
-    }
-    expect(seen).toBe(3);
+    expect(await leaveMidStream(gw.client(), 'claude', 3)).toBe(3);
     await bedrock.waitFor(() => bedrock.converse()[0]!.aborted, 3000);
     expect(bedrock.converse()[0]!.done).toBe(false);
   });

@@ -17,3 +17,16 @@ export async function collect(stream: AsyncIterable<Chunk>): Promise<Chunk[]> {
 
 /** The data of each SSE event of a raw answer. */
 export const sseEvents = (text: string): string[] => text.split('\n\n').filter((e) => e.startsWith('data: ')).map((e) => e.slice(6));
+
+/** Streams `model`'s answer to a long question and leaves (aborts) at the `after`-th chunk; the chunks seen. */
+export async function leaveMidStream(client: OpenAI, model: string, after: number): Promise<number> {
+  const controller = new AbortController();
+  const stream = await client.chat.completions.create({ model, stream: true, messages: [{ role: 'user', content: 'long' }] }, { signal: controller.signal });
+  let seen = 0;
+  try {
+    for await (const _ of stream) if (++seen === after) controller.abort();
+  } catch {
+    // The SDK may end the loop quietly or throw its abort error: either way the client left.
+  }
+  return seen;
+}
