@@ -89,6 +89,9 @@ describe('bedrock: chat both ways', () => {
     expect(sent!.path).toBe(`/model/${encodeURIComponent(MODEL)}/converse`);
     expect(String(sent!.headers.authorization)).toMatch(/^AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE\/\d{8}\/us-east-1\/bedrock\/aws4_request, SignedHeaders=[a-z0-9;-]*host[a-z0-9;-]*, Signature=[0-9a-f]{64}$/);
     expect(sent!.headers['x-amz-security-token']).toBeUndefined();
+    // The gateway's own headers go along unsigned; what Bedrock reads is signed.
+    expect(/SignedHeaders=([a-z0-9;-]+)/.exec(String(sent!.headers.authorization))?.[1]).toBe('accept;content-type;host;x-amz-content-sha256;x-amz-date');
+    expect(sent!.headers['x-request-id']).toMatch(/\S/);
     expect(sent!.body).toEqual({
       messages: [{ role: 'user', content: [{ text: 'Hello' }] }],
       system: [{ text: 'Be brief.' }],

@@ -22,6 +22,7 @@
 import { GatewayError } from '../../../protocol/errors.js';
 import type { Usage } from '../../../protocol/frames.js';
 import { isRecord, tryParse } from '../compatible.js';
+import { digitsValue, isStringBody, type TextInPlace } from '../json-in-place.js';
 import { streamErrorFailure } from './errors.js';
 import { JSON_TOOL } from './request.js';
 import { compatibleUsage, emptyUsage, finishReason, readUsage } from './response.js';
@@ -168,7 +169,7 @@ export class MessagesStreamTranslator {
  * empty text, or a text that is not a well-formed JSON string body: the
  * parse then judges the event.
  */
-export function textDeltaInPlace(data: string): { readonly index: number; readonly escaped: string } | null {
+export function textDeltaInPlace(data: string): TextInPlace | null {
   if (!data.startsWith(DELTA_PREFIX) || !data.endsWith(DELTA_SUFFIX)) return null;
   const textAt = data.indexOf(TEXT_DELTA, DELTA_PREFIX.length);
   if (textAt === -1) return null;
@@ -182,36 +183,6 @@ export function textDeltaInPlace(data: string): { readonly index: number; readon
 const DELTA_PREFIX = '{"type":"content_block_delta","index":';
 const TEXT_DELTA = ',"delta":{"type":"text_delta","text":"';
 const DELTA_SUFFIX = '"}}';
-
-/** The value of the decimal digits from `start` to `end` (no sign, no leading zero but "0"), -1 if they are not that. */
-function digitsValue(text: string, start: number, end: number): number {
-  if (end <= start || end - start > 9 || (text.charCodeAt(start) === 0x30 && end - start > 1)) return -1;
-  let value = 0;
-  for (let i = start; i < end; i++) {
-    const c = text.charCodeAt(i) - 0x30;
-    if (c < 0 || c > 9) return -1;
-    value = value * 10 + c;
-  }
-  return value;
-}
-
-/** Whether `start` to `end` is the inside of a JSON string: no bare quote or control character, every escape valid. */
-function isStringBody(text: string, start: number, end: number): boolean {
-  for (let i = start; i < end; i++) {
-    const c = text.charCodeAt(i);
-    if (c === 0x22 || c < 0x20) return false;
-    if (c !== 0x5c) continue;
-    const e = text.charCodeAt(++i);
-    if (e === 0x75) {
-      if (i + 4 >= end || !/^[0-9a-fA-F]{4}$/.test(text.slice(i + 1, i + 5))) return false;
-      i += 4;
-    } else if (!SIMPLE_ESCAPES.has(e) || i >= end) return false;
-  }
-  return true;
-}
-
-/** The characters after a backslash that JSON allows, besides `u`: " \ / b f n r t. */
-const SIMPLE_ESCAPES: ReadonlySet<number> = new Set([0x22, 0x5c, 0x2f, 0x62, 0x66, 0x6e, 0x72, 0x74]);
 
 /** The rest of a chunk whose choice has no finish reason yet. */
 const OPEN_TAIL = ',"logprobs":null,"finish_reason":null}]}\n\n';

@@ -58,8 +58,10 @@ export async function loadAwsLibraries(): Promise<AwsLibraries> {
   const { EventStreamCodec } = exportsOf(codecPackage);
   const { Hash } = exportsOf(hashPackage);
   const { SignatureV4 } = exportsOf(signerPackage);
-  const { fromUtf8, toUtf8 } = exportsOf(utf8Package);
+  const { fromUtf8 } = exportsOf(utf8Package);
   const signers = new WeakMap<Credentials, SignatureV4>();
+  // The codec takes its UTF-8 decoder as an argument: util-utf8's makes a Buffer per string, and a
+  // message has seven (three header names and values, and the payload), 0.7 µs of its 2 µs decode.
   const codec = new EventStreamCodec(toUtf8, fromUtf8);
   return {
     signer(credentials, region) {
@@ -71,9 +73,15 @@ export async function loadAwsLibraries(): Promise<AwsLibraries> {
       }
       return signer;
     },
-    decode: (bytes) => decode(codec, toUtf8, bytes),
+    decode: (bytes) => decode(codec, bytes),
   };
 }
+
+/**
+ * The gateway's own headers on every upstream request: sent, not signed (as the SDK leaves its
+ * trace header unsigned), so a proxy may rewrite them and signing costs a few µs less.
+ */
+const UNSIGNED = new Set<string>(['x-request-id', 'traceparent', 'tracestate']);
 
 const bases = new Map<string, URL>();
 
@@ -108,14 +116,19 @@ export async function sign(
       hostname: base.hostname,
       ...(base.port === '' ? {} : { port: Number(base.port) }),
       path: base.pathname.replace(/\/+$/, '') + request.path,
-      query: { ...request.query },
-      headers: { ...headers },
+      // The signer works on its own copy of the request (prepareRequest clones it).
+      query: request.query,
+      headers,
       ...(request.body === null ? {} : { body: request.body }),
     },
-    { signingRegion: region, signingService: SERVICE },
+    { signingRegion: region, signingService: SERVICE, unsignableHeaders: UNSIGNED },
   );
   Object.assign(headers, signed.headers);
 }
+
+const text = new TextDecoder();
+/** Bytes as text, invalid sequences replaced by U+FFFD (as util-utf8's toUtf8 does, on Buffer's decoder). */
+const toUtf8 = (bytes: Uint8Array): string => text.decode(bytes);
 
 /** The least a message can be: prelude (8), prelude CRC (4), message CRC (4). */
 const MIN_MESSAGE_BYTES = 16;
@@ -190,7 +203,7 @@ export class EventStreamParser {
 }
 
 /** One message (its CRCs checked by the codec) as the translator reads it. */
-function decode(codec: EventStreamCodec, toUtf8: (bytes: Uint8Array) => string, bytes: Uint8Array): StreamMessage {
+function decode(codec: EventStreamCodec, bytes: Uint8Array): StreamMessage {
   let message;
   try {
     message = codec.decode(bytes);

@@ -30,6 +30,7 @@ import { GatewayError } from '../../../protocol/errors.js';
 import type { Usage } from '../../../protocol/frames.js';
 import { JSON_TOOL } from '../chat-request.js';
 import { isRecord, tryParse } from '../compatible.js';
+import { digitsValue, isStringBody, type TextInPlace } from '../json-in-place.js';
 import type { StreamTranslator } from '../translating-relay.js';
 import { streamExceptionFailure } from './errors.js';
 import { compatibleUsage, finishReason } from './response.js';
@@ -82,6 +83,11 @@ export class ConverseStreamTranslator implements StreamTranslator {
     if (name.startsWith(EXCEPTION)) throw streamExceptionFailure(name.slice(EXCEPTION.length), data);
     if (name.startsWith(ERROR)) throw streamExceptionFailure(name.slice(ERROR.length), data);
     if (this.#done) return '';
+    // Most events of a stream are text deltas: their text goes on as it came, escaped, without a parse.
+    if (this.#started && name === 'contentBlockDelta') {
+      const text = textDeltaInPlace(data);
+      if (text !== null && !this.#blocks.has(text.index)) return `${this.#head}{"content":"${text.escaped}"}${OPEN_TAIL}`;
+    }
     const event = tryParse(data);
     if (!isRecord(event)) throw new GatewayError('upstream_invalid_response', 'the provider stream carried an event whose payload is not a JSON object');
     if (name === 'messageStart') return this.#start();
@@ -159,6 +165,43 @@ export class ConverseStreamTranslator implements StreamTranslator {
     return `${this.#head}${JSON.stringify(delta)},"logprobs":null,"finish_reason":${JSON.stringify(finish)}}]}\n\n`;
   }
 }
+
+/**
+ * A text delta read in place: `{"contentBlockIndex":<n>,"delta":{"text":
+ * "<escaped>"}}`, with or without Bedrock's padding `,"p":"<letters>"`
+ * before the last brace, exactly as Bedrock writes it, the text still
+ * JSON-escaped (spliced into the chunk as it is: an equivalent JSON
+ * string). Null for anything else, an empty text, or a text or padding
+ * that is not a well-formed JSON string body: the parse then judges the
+ * event.
+ */
+export function textDeltaInPlace(data: string): TextInPlace | null {
+  if (!data.startsWith(DELTA_PREFIX)) return null;
+  const textAt = data.indexOf(TEXT_DELTA, DELTA_PREFIX.length);
+  if (textAt === -1) return null;
+  const index = digitsValue(data, DELTA_PREFIX.length, textAt);
+  const start = textAt + TEXT_DELTA.length;
+  // The text ends at the padding's opening, or at the event's end; a quote inside the text is escaped, so the first such opening is the text's end unless the text is malformed (which isStringBody finds).
+  const padding = data.indexOf(PADDING_OPEN, start);
+  let end: number;
+  if (padding === -1) {
+    if (!data.endsWith(TEXT_CLOSE)) return null;
+    end = data.length - TEXT_CLOSE.length;
+  } else {
+    end = padding;
+    const padStart = padding + PADDING_OPEN.length;
+    const padEnd = data.length - PADDING_CLOSE.length;
+    if (!data.endsWith(PADDING_CLOSE) || padEnd < padStart || !isStringBody(data, padStart, padEnd)) return null;
+  }
+  if (index === -1 || end <= start || !isStringBody(data, start, end)) return null;
+  return { index, escaped: data.slice(start, end) };
+}
+
+const DELTA_PREFIX = '{"contentBlockIndex":';
+const TEXT_DELTA = ',"delta":{"text":"';
+const TEXT_CLOSE = '"}}';
+const PADDING_OPEN = '"},"p":"';
+const PADDING_CLOSE = '"}';
 
 /** The rest of a chunk whose choice has no finish reason yet. */
 const OPEN_TAIL = ',"logprobs":null,"finish_reason":null}]}\n\n';

@@ -7,6 +7,7 @@
 import { join } from 'node:path';
 import { EventStreamCodec } from '@smithy/eventstream-codec';
 import { fromUtf8, toUtf8 } from '@smithy/util-utf8';
+import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { GatewayError } from '../../../protocol/errors.js';
 import { AttemptFailure } from '../../routing/failure.js';
@@ -16,7 +17,7 @@ import { BATCH_SIZE, embeddingFamily, embeddingRequest, embeddingTexts, embeddin
 import { bedrockError, errorTypeOf } from './errors.js';
 import { toConverseRequest, type RequestOptions } from './request.js';
 import { toChatCompletion, type ResponseOptions } from './response.js';
-import { ConverseStreamTranslator, ERROR, EXCEPTION, type StreamOptions } from './stream.js';
+import { ConverseStreamTranslator, ERROR, EXCEPTION, textDeltaInPlace, type StreamOptions } from './stream.js';
 
 const DIR = join(import.meta.dirname, 'golden');
 
@@ -96,6 +97,60 @@ describe('ConverseStream → chat.completion.chunk events (golden files)', () =>
   }
 });
 
+describe('text deltas read in place', () => {
+  const OPTIONS: StreamOptions = { id: 'chatcmpl-1', model: 'm', created: 1, includeUsage: false, jsonMode: false };
+  const started = (): ConverseStreamTranslator => {
+    const t = new ConverseStreamTranslator(OPTIONS);
+    t.event('messageStart', '{"role":"assistant","p":"abcd"}');
+    return t;
+  };
+  const contentOf = (sse: string): unknown => (sseData(sse) as Array<{ choices: Array<{ delta: { content?: string } }> }>)[0]?.choices[0]?.delta.content;
+  // As Bedrock writes it: index, delta, then (mostly) the padding.
+  const deltaData = (index: number, text: string, padding: string | null): string => JSON.stringify({ contentBlockIndex: index, delta: { text }, ...(padding === null ? {} : { p: padding }) });
+
+  it('any text, padded or not, gives the chunk the parse would: same text once decoded', () => {
+    fc.assert(fc.property(fc.string({ unit: 'binary', minLength: 1 }), fc.option(fc.string({ unit: 'binary' })), (text, padding) => {
+      const data = deltaData(0, text, padding);
+      expect(textDeltaInPlace(data)).not.toBeNull();
+      expect(contentOf(started().event('contentBlockDelta', data))).toBe(text);
+      // The same event with its keys in another order goes through the parse: the same chunk.
+      const reordered = JSON.stringify({ delta: { text }, contentBlockIndex: 0 });
+      expect(textDeltaInPlace(reordered)).toBeNull();
+      expect(started().event('contentBlockDelta', reordered)).toBe(started().event('contentBlockDelta', deltaData(0, text, null)));
+    }), { numRuns: 300 });
+  });
+
+  it('escapes spelled otherwise than JSON.stringify\'s still decode to the same text', () => {
+    const data = '{"contentBlockIndex":0,"delta":{"text":"\\u0041\\/\\u00e9"},"p":"abc"}';
+    expect(textDeltaInPlace(data)?.escaped).toBe('\\u0041\\/\\u00e9');
+    expect(contentOf(started().event('contentBlockDelta', data))).toBe('A/é');
+  });
+
+  it('anything but a well-formed text delta is left to the parse', () => {
+    for (const data of [
+      '{"contentBlockIndex":0,"delta":{"text":"a\\x"},"p":"abc"}', // a bad escape
+      '{"contentBlockIndex":0,"delta":{"text":"a","x":"b"},"p":"abc"}', // a bare quote: another key
+      '{"contentBlockIndex":0,"delta":{"text":"ends\\"}}', // the closing quote escaped
+      '{"contentBlockIndex":0,"delta":{"text":"ends\\"},"p":"abc"}', // likewise, padded
+      '{"contentBlockIndex":0,"delta":{"text":"a"},"p":"b\\x"}', // a bad escape in the padding
+      '{"contentBlockIndex":0,"delta":{"text":"a"},"p":"b","q":1}', // more after the padding
+      '{"contentBlockIndex":0,"delta":{"text":""},"p":"abc"}', // empty
+      '{"contentBlockIndex":01,"delta":{"text":"a"}}', // not a JSON number
+      '{"contentBlockIndex":0,"delta":{"toolUse":{"input":"{}"}},"p":"abc"}',
+    ]) expect(textDeltaInPlace(data), data).toBeNull();
+    // What the parse refuses stays refused.
+    expect(() => started().event('contentBlockDelta', '{"contentBlockIndex":0,"delta":{"text":"a\\x"},"p":"abc"}')).toThrow(GatewayError);
+    expect(() => started().event('contentBlockDelta', '{"contentBlockIndex":0,"delta":{"text":"a"},"p":"b\\x"}')).toThrow(GatewayError);
+  });
+
+  it('a text delta before messageStart is refused; one of a tool block is not sent as text', () => {
+    expect(() => new ConverseStreamTranslator(OPTIONS).event('contentBlockDelta', deltaData(0, 'early', 'ab'))).toThrow(/before messageStart/);
+    const t = started();
+    t.event('contentBlockStart', JSON.stringify({ contentBlockIndex: 1, start: { toolUse: { toolUseId: 't1', name: 'f' } } }));
+    expect(t.event('contentBlockDelta', deltaData(1, 'stray', 'ab'))).toBe('');
+  });
+});
+
 describe('Bedrock errors', () => {
   for (const golden of goldenFiles<{ about: string; status: number; errorType: string | null; body: string; compatible: unknown }>(DIR, 'error-')) {
     it(`${golden.name}: ${golden.case.about}`, () => {
@@ -171,6 +226,13 @@ describe('the event-stream framing (EventStreamParser over frames the codec enco
     const batch = new EventStreamParser(decode, 1 << 20).push(join([exception, error]));
     expect(batch.names).toEqual(['exception:throttlingException', 'error:InternalFailure']);
     expect(batch.events).toEqual(['{"message":"slow down"}', 'boom']);
+  });
+
+  it('bytes that are not UTF-8 are decoded with U+FFFD, as the SDK decodes them', () => {
+    const bytes = codec.encode({ headers: { ':message-type': { type: 'string', value: 'event' }, ':event-type': { type: 'string', value: 'contentBlockDelta' } }, body: Uint8Array.from([0x61, 0xff, 0x62]) });
+    const batch = new EventStreamParser(decode, 1 << 20).push(bytes);
+    expect(batch.events).toEqual([toUtf8(Uint8Array.from([0x61, 0xff, 0x62]))]);
+    expect(batch.events).toEqual(['a\ufffdb']);
   });
 
   it('a corrupted message (CRC), a message over the cap (before anything is allocated for it) and a stream ending mid-message fail', () => {
