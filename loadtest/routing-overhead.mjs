@@ -28,7 +28,7 @@ const adapter = {
     return Promise.resolve();
   },
 };
-const env = { states, settings: routing.router, adapterFor: () => adapter, notice: () => {}, now: Date.now };
+const env = { states, settings: routing.router, adapterFor: () => adapter, notice: () => {}, fault: (_id, err) => { throw err; }, now: Date.now };
 const client = { reply() {}, head() {}, data() {}, end() {}, fail() {}, routed() {} };
 async function bench(name, n, f) { for (let i = 0; i < 20000; i++) await f(); const t = performance.now(); for (let i = 0; i < n; i++) await f(); const us = (performance.now() - t) * 1000 / n; console.log(name, us.toFixed(3), 'µs/call'); }
 const direct = () => { const call = { op: 'chat', upstream: aliases[0], body: {}, stream: false, requestId: 'r', maxResponseBytes: 1, control: new CallControl(), flow: new Flow(), budgetMs: 1, headersAt: 0 }; return adapter.call(call, client); };

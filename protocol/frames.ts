@@ -14,6 +14,7 @@
  *   … then spans                                    (a sampled call, tracing on: its upstream attempts,
  *                                                    once the call is over in the worker, answered or cancelled)
  *   notice                                          (worker → front, any time: a routing event to log)
+ *   fault                                           (worker → front: the cause of a call's internal_error, to log)
  *   cancel / pause / resume ──▶ (no answer)         (client left, client slow, client drained)
  *   ping ──▶ pong,  probe ──▶ probed                 (health checks)
  *
@@ -25,7 +26,7 @@ import type { RoutingConfig, Upstream } from './config.js';
 import type { ChannelEnd } from './channel.js';
 import type { DeploymentStateMemory } from './deployment-state.js';
 
-export const PROTOCOL_VERSION = 6;
+export const PROTOCOL_VERSION = 7;
 
 /**
  * The provider operations a worker serves. `responses` is the OpenAI
@@ -214,6 +215,19 @@ export interface RoutingNotice {
   readonly detail: string | null;
 }
 
+/**
+ * What went wrong inside a worker when a call is answered 500 `internal_error`: the caller gets
+ * the generic message, the log gets this, under the request's id.
+ */
+export interface FaultFrame {
+  readonly t: 'fault';
+  readonly requestId: string;
+  /** The error's name and message, key-like strings redacted. */
+  readonly error: string;
+  /** Its stack, likewise redacted; null when it had none. */
+  readonly stack: string | null;
+}
+
 /** A sampled call's upstream attempts, sent once the call is over in the worker; the front makes one CLIENT span of each. */
 export interface SpansFrame {
   readonly t: 'spans';
@@ -249,7 +263,7 @@ export interface AttemptSpan {
   readonly firstChunk: number;
 }
 
-export type FromWorker = ReplyFrame | HeadFrame | DataFrame | EndFrame | FailFrame | PongFrame | ProbedFrame | NoticeFrame | SpansFrame;
+export type FromWorker = ReplyFrame | HeadFrame | DataFrame | EndFrame | FailFrame | PongFrame | ProbedFrame | NoticeFrame | FaultFrame | SpansFrame;
 
 /** The data a front thread hands a worker when it attaches to it (a piscina task). */
 export interface AttachTask {

@@ -2,6 +2,8 @@
  * A worker that dies mid-call (an adapter's async throw, or a thread exit):
  * the request it held gets 502 worker_crashed, the pool replaces the
  * worker, calls on the other worker complete, /health reports the restart.
+ * An adapter that throws into its call (a bug) costs that call a 500 and
+ * nothing else, and the log gets the cause under the request's id.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { startTestGateway, type TestGateway } from './support/gateway.js';
@@ -12,6 +14,8 @@ model_list:
     params: { model: mock/crash, mock_fault: crash }
   - model_name: exit
     params: { model: mock/exit, mock_fault: exit }
+  - model_name: throw
+    params: { model: mock/throw, mock_fault: throw }
   - model_name: slow
     params: { model: mock/slow, mock_latency_ms: 400 }
   - model_name: fast
@@ -51,6 +55,28 @@ describe('worker crash', () => {
       expect(check).toMatchObject({ status: 'degraded' });
       expect(check?.reason).toContain('1 worker restart');
       expect(gw.logs().some((l) => l.event === 'worker_died')).toBe(true);
+    });
+  }
+
+  for (const workers of [1, 0]) {
+    it(`an error thrown into a call (${workers === 0 ? 'inline' : '1 worker'}): the caller gets 500 internal_error and the generic message, the log the cause under the request id, redacted`, async () => {
+      gw = await startTestGateway({ yaml, workers });
+      const res = await chat(gw, 'throw');
+      expect(res.status).toBe(500);
+      const body = (await res.json()) as { error: { code: string; message: string } };
+      expect(body).toMatchObject({ error: { type: 'gateway_error', code: 'internal_error', message: 'internal gateway error' } });
+      expect(JSON.stringify(body)).not.toContain('mock_fault');
+      const requestId = res.headers.get('x-request-id');
+      expect(requestId).toMatch(/\S/);
+      await expect.poll(() => gw!.logs().find((l) => l.event === 'internal_error')).toBeDefined();
+      const line = gw.logs().find((l) => l.event === 'internal_error') as Record<string, unknown>;
+      expect(line).toMatchObject({ level: 50, request_id: requestId });
+      expect(line.error).toMatch(/^TypeError: mock_fault: throw \(injected\) with \[redacted\]$/);
+      expect(String(line.stack)).toMatch(/^at /);
+      expect(JSON.stringify(gw.logs())).not.toContain('sk-mockinjectedsecret');
+      // Nothing else was hurt: no restart, the next call is served.
+      expect(gw.gateway.context.pool.stats().restarts).toBe(0);
+      expect((await chat(gw, 'fast')).status).toBe(200);
     });
   }
 });

@@ -19,6 +19,7 @@ import { readRequestBody, toParsedRequest, type RequestBody } from '../protocol/
 import { Router, type Deployment } from './router.js';
 import { PROVIDERS } from './providers/index.js';
 import { routeCall, type ClientSink, type RoutingEnv } from './routing/attempts.js';
+import { faultOf } from './routing/failure.js';
 import { ResponsesSink } from './inbound/responses/sink.js';
 import { CallTrace } from './call-trace.js';
 
@@ -43,7 +44,7 @@ export class WorkerSession {
   }
 
   #envFor(router: Router): RoutingEnv {
-    return { states: this.#states, settings: router.settings, adapterFor, notice: (notice) => this.#notice(notice), now: Date.now };
+    return { states: this.#states, settings: router.settings, adapterFor, notice: (notice) => this.#notice(notice), fault: (requestId, err) => this.#port.send(faultOf(requestId, err)), now: Date.now };
   }
 
   #notice(notice: RoutingNotice): void {
@@ -115,7 +116,11 @@ export class WorkerSession {
         replies,
       );
     } catch (err) {
-      if (call.control.reason !== CANCELLED) replies.fail(toErrorData(err), NO_HEADERS);
+      if (call.control.reason !== CANCELLED) {
+        const error = toErrorData(err);
+        if (error.code === 'internal_error') this.#port.send(faultOf(frame.requestId, err));
+        replies.fail(error, NO_HEADERS);
+      }
     } finally {
       this.#calls.delete(id);
       // After the answer, or after the client left: the attempts are the trace's either way.

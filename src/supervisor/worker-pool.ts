@@ -280,6 +280,7 @@ export class WorkerPool {
       return;
     }
     if (frame.t === 'notice') return this.#logNotice(frame);
+    if (frame.t === 'fault') return this.#log.error({ event: 'internal_error', request_id: frame.requestId, error: frame.error, stack: frame.stack }, `internal error in a worker, answered 500: ${frame.error}`);
     // A call's attempts, after its answer (or after its client left): the call may be settled already.
     if (frame.t === 'spans') return this.onSpans?.(frame);
     const pending = this.#pending.get(frame.id);

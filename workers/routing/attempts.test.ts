@@ -158,7 +158,17 @@ describe('the attempt loop (property)', () => {
               }
             },
           };
-          const env = { states, settings: routing.router, adapterFor: () => adapter, notice: () => undefined, now: () => clock };
+          const env = {
+            states,
+            settings: routing.router,
+            adapterFor: () => adapter,
+            notice: () => undefined,
+            // The fake adapter fails only as adapters may: an internal error would be a defect of the loop.
+            fault: (_requestId: string, err: unknown) => {
+              throw new Error(`unexpected internal error: ${String(err)}`);
+            },
+            now: () => clock,
+          };
 
           for (const batch of batches) {
             const group = router.resolve(`g${batch.group % shape.groups.length}`);

@@ -54,6 +54,8 @@ export interface RoutingEnv {
   readonly settings: RouterSettings;
   readonly adapterFor: (deployment: Deployment) => ProviderAdapter;
   readonly notice: (notice: RoutingNotice) => void;
+  /** An attempt failed with an error the gateway did not expect (answered 500 internal_error): its cause, for the log. */
+  readonly fault: (requestId: string, err: unknown) => void;
   /** Date.now: the shared state's clock (cooldowns are wall times every thread reads). */
   readonly now: () => number;
 }
@@ -189,6 +191,7 @@ class RoutedCall implements GateOwner {
     } catch (err) {
       if (request.control.aborted) return null;
       const failure = classify(err);
+      if (failure.code === 'internal_error') this.#env.fault(request.requestId, err);
       status = failure.status;
       error = failure.code;
       if (call.sentAt > 0 && !gate.committed) this.#waitedMs += performance.now() - call.sentAt;

@@ -8,7 +8,7 @@
 import { joinForNow, type Payload } from '../../protocol/channel.js';
 import type { FailureCode } from '../../protocol/deployment-state.js';
 import { GatewayError, isErrorCode, type ErrorCode } from '../../protocol/errors.js';
-import type { HeaderList } from '../../protocol/frames.js';
+import type { FaultFrame, HeaderList } from '../../protocol/frames.js';
 import { utf8Text } from '../bytes.js';
 
 export type FailureKind =
@@ -127,6 +127,19 @@ export function redactKeys(text: string): string {
     .replace(/\b(?:sk|pk|rk|key|api|xai|gsk|AIza)[-_A-Za-z0-9]{8,}/g, '[redacted]')
     .replace(/[A-Za-z0-9_\-+/=]{24,}/g, '[redacted]');
 }
+
+/**
+ * An error the gateway did not expect, as the log gets it (the caller gets 500 `internal_error`
+ * and the generic message): its name and message with key-like strings redacted, and the code
+ * locations of its stack (the frames only: the stack's first lines repeat the message).
+ */
+export function faultOf(requestId: string, err: unknown): FaultFrame {
+  const error = err instanceof Error ? `${err.name}: ${err.message}` : `thrown: ${String(err)}`;
+  const frames = err instanceof Error && typeof err.stack === 'string' ? err.stack.split('\n').filter((line) => /^\s+at /.test(line)).slice(0, MAX_STACK_FRAMES) : [];
+  return { t: 'fault', requestId, error: redactKeys(error), stack: frames.length === 0 ? null : frames.map((line) => line.trim()).join('\n') };
+}
+
+const MAX_STACK_FRAMES = 12;
 
 /** The text of a provider's error body, for the log (never for the caller). */
 function answerText(body: Payload): string {

@@ -6,8 +6,8 @@ export interface MockSettings {
   readonly streamChunks: number;
   readonly chunkIntervalMs: number;
   readonly embeddingDimensions: number;
-  /** Fault injection (tests, demos): take the worker down mid-call. */
-  readonly fault: 'none' | 'crash' | 'exit';
+  /** Fault injection (tests, demos): take the worker down mid-call, or fail the call as a broken adapter would. */
+  readonly fault: 'none' | 'crash' | 'exit' | 'throw';
 }
 
 const DEFAULTS = { latencyMs: 0, streamChunks: 8, chunkIntervalMs: 0, embeddingDimensions: 16 } as const;
@@ -19,8 +19,11 @@ export const mockConfig: ProviderConfig<MockSettings> = {
     mock_stream_chunks: z.number().int().positive().max(100_000).optional(),
     mock_chunk_interval_ms: z.number().int().nonnegative().optional(),
     mock_embedding_dimensions: z.number().int().positive().max(65_536).optional(),
-    /** Fault injection for resilience tests and demos: `crash` throws asynchronously in the worker, `exit` ends the worker thread. */
-    mock_fault: z.enum(['none', 'crash', 'exit']).optional(),
+    /**
+     * Fault injection for resilience tests and demos: `crash` throws asynchronously in the worker,
+     * `exit` ends the worker thread, `throw` fails the call with an error no adapter should throw.
+     */
+    mock_fault: z.enum(['none', 'crash', 'exit', 'throw']).optional(),
   }),
   settings: (p) => ({
     latencyMs: (p.mock_latency_ms as number | undefined) ?? DEFAULTS.latencyMs,

@@ -141,8 +141,13 @@ function hash(text: string): number {
   return h >>> 0;
 }
 
-/** Takes this worker thread down the way a broken adapter would: an uncaught async throw, or an exit. */
-function injectFault(fault: 'crash' | 'exit'): Promise<never> {
+/**
+ * Fails the way a broken adapter would: an error thrown into the call (a bug's TypeError), or, taking
+ * this worker thread down, an uncaught async throw or an exit.
+ */
+function injectFault(fault: 'crash' | 'exit' | 'throw'): Promise<never> {
+  // The message carries a key-like string, as a careless adapter's might: the log must redact it.
+  if (fault === 'throw') throw new TypeError('mock_fault: throw (injected) with sk-mockinjectedsecret0123456789');
   // In a worker thread, process.exit ends the thread, not the process.
   if (fault === 'exit') process.exit(1);
   setImmediate(() => {
