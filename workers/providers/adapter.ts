@@ -52,8 +52,10 @@ export interface AttemptSink {
   /**
    * Whole SSE events, ready to write: a buffer the sink may keep, or pieces only read (see Payload).
    * Throws when the events end the attempt (an error event before the stream's first content).
+   * `content`: whether the stream so far carries content, when the adapter made its events itself
+   * (a translator knows, and never writes an error event); absent, the commit gate reads them.
    */
-  data(bytes: Payload): void;
+  data(bytes: Payload, content?: boolean): void;
   end(usage: Usage | null, upstreamMs: number): void;
 }
 

@@ -9,6 +9,8 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
 import { GatewayError } from '../../protocol/errors.js';
+import { carriesContent } from '../routing/commit-gate.js';
+import type { StreamTranslator } from './translating-relay.js';
 
 export interface Golden<T> {
   readonly name: string;
@@ -63,19 +65,30 @@ export function requestGoldens<O>(dir: string, key: string, translate: (chat: Re
  * it for the golden file (null when there was none).
  */
 export function translatedStream(
-  translator: { event(name: string | null, data: string): string; end(): string },
+  translator: StreamTranslator,
   events: ReadonlyArray<{ readonly event?: string; readonly data: unknown }>,
   describe: (err: unknown) => unknown,
 ): { chunks: unknown[]; failure: unknown } {
   let sse = '';
   try {
-    for (const { event, data } of events) sse += translator.event(event ?? null, JSON.stringify(data));
-    sse += translator.end();
+    for (const { event, data } of events) sse = judged(translator, sse + translator.event(event ?? null, JSON.stringify(data)));
+    sse = judged(translator, sse + translator.end());
   } catch (err) {
     return { chunks: sseData(sse), failure: describe(err) };
   }
   return { chunks: sseData(sse), failure: null };
 }
+
+/**
+ * `sse`, once the translator's word on it (contentSent) is checked against the commit gate's own
+ * reading of the same events: the gate takes the word instead of reading them.
+ */
+export function judged(translator: StreamTranslator, sse: string): string {
+  expect(translator.contentSent, `contentSent after: ${sse}`).toBe(carriesContent(encoder.encode(sse)));
+  return sse;
+}
+
+const encoder = new TextEncoder();
 
 /** The GatewayError a request translation throws for `body` (the test fails when it throws none). */
 export function refusalOf(translate: (body: Record<string, unknown>) => unknown, body: Record<string, unknown>): GatewayError {

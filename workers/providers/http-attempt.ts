@@ -85,6 +85,8 @@ export interface StreamRelay {
    * attempt ends with it right after they are sent, so the client keeps what came first.
    */
   failure?(): unknown;
+  /** Whether what was sent so far carries content, when the relay made the events itself (translated); absent when it passes the provider's on. */
+  contentSent?(): boolean;
 }
 
 const USER_AGENT = `switchyard/${VERSION}`;
@@ -207,7 +209,7 @@ async function relayEvents(exchange: UpstreamExchange, parser: StreamParser, cal
   if (call.flow.paused) follow(true);
   try {
     const send = (out: Payload | null) => {
-      if (out !== null) sink.data(out);
+      if (out !== null) sink.data(out, relay.contentSent?.());
       const failure = relay.failure?.() ?? null;
       if (failure !== null) throw failure;
     };

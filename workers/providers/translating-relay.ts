@@ -20,6 +20,13 @@ export interface StreamTranslator {
   end(): string;
   /** The usage counted so far (complete once the stream ended). */
   readonly usage: Usage | null;
+  /**
+   * Whether what event() and end() returned so far carries content as the commit gate judges it
+   * (routing/commit-gate.ts: text, a tool call, a finish reason, or [DONE]; a role chunk, an empty
+   * delta or a usage chunk does not). The translator made every event, and throws where the
+   * provider sent an error, so the gate takes this instead of reading the events again.
+   */
+  readonly contentSent: boolean;
 }
 
 export class TranslatingRelay implements StreamRelay {
@@ -58,6 +65,10 @@ export class TranslatingRelay implements StreamRelay {
 
   failure(): unknown {
     return this.#failure;
+  }
+
+  contentSent(): boolean {
+    return this.#translator.contentSent;
   }
 
   usage(): Usage | null {

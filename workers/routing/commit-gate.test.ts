@@ -6,7 +6,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { carriesContent } from './commit-gate.js';
+import { CommitGate, carriesContent } from './commit-gate.js';
 import { AttemptFailure } from './failure.js';
 
 const sse = (...events: unknown[]): Uint8Array => Buffer.from(events.map((e) => `data: ${typeof e === 'string' ? e : JSON.stringify(e)}\n\n`).join(''));
@@ -81,5 +81,47 @@ describe('carriesContent', () => {
       const wanted = typed === -1 ? expected : (judged(upTo) === false ? true : judged(upTo));
       expect(verdict(sse(...events))).toBe(wanted);
     }), { numRuns: 500 });
+  });
+});
+
+describe('CommitGate with the adapter\'s word on content', () => {
+  /** A gate over a client that records what reached it. */
+  const gate = () => {
+    const seen: string[] = [];
+    const client = {
+      reply: () => seen.push('reply'),
+      head: () => seen.push('head'),
+      data: (bytes: Uint8Array) => seen.push(`data ${Buffer.from(bytes).toString()}`),
+      end: () => seen.push('end'),
+    };
+    const g = new CommitGate({ committing: () => seen.push('commit'), client }, 60_000);
+    g.head([]);
+    return { g, seen };
+  };
+
+  it('a translated stream is taken at its word: content commits, no content is held, whatever the bytes', () => {
+    const role = sse(chunk({ role: 'assistant', content: '' }));
+    const { g, seen } = gate();
+    // Read by the gate, a role chunk is held; said to carry content, it commits.
+    g.data(role, false);
+    expect(g.committed).toBe(false);
+    g.data(role, true);
+    expect(g.committed).toBe(true);
+    expect(seen).toEqual(['commit', 'head', `data ${Buffer.from(role).toString()}`, `data ${Buffer.from(role).toString()}`]);
+    g.close();
+    // Said to carry none, text is held (and not read: an error event in it would not throw either).
+    const other = gate();
+    other.g.data(sse(chunk({ content: 'Hi' }), { error: { message: 'x' } }), false);
+    expect(other.g.committed).toBe(false);
+    expect(other.seen).toEqual([]);
+    other.g.close();
+  });
+
+  it('events passed on as the provider sent them are read: an error event before content fails the attempt', () => {
+    const { g } = gate();
+    expect(() => g.data(sse({ error: { message: 'overloaded' } }))).toThrow(AttemptFailure);
+    g.data(sse(chunk({ content: 'Hi' })));
+    expect(g.committed).toBe(true);
+    g.close();
   });
 });

@@ -10,7 +10,9 @@
  * they come (the verbatim path) and a failure is the client's. An answer
  * that is not a stream passes at once: it is whole, so it is committed.
  *
- * Events are parsed only until the commit: usually the first one or two.
+ * Events are parsed only until the commit: usually the first one or two;
+ * a translated stream's are not read at all (its translator says whether
+ * they carry content).
  */
 import { joinPieces, type Payload } from '../../protocol/channel.js';
 import type { HeaderList, Usage } from '../../protocol/frames.js';
@@ -57,12 +59,12 @@ export class CommitGate implements AttemptSink {
     this.#timer = setTimeout(() => this.#commit(), this.#holdMs);
   }
 
-  data(bytes: Payload): void {
+  data(bytes: Payload, content?: boolean): void {
     if (this.committed) {
       this.#owner.client.data(bytes);
       return;
     }
-    if (carriesContent(bytes)) {
+    if (content ?? carriesContent(bytes)) {
       // Usually the first events: they pass on as lent, with whatever was held before them.
       this.firstContentAt = performance.now();
       this.#commit();

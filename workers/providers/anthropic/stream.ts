@@ -51,6 +51,8 @@ export class MessagesStreamTranslator {
   #stopped = false;
   #tools = 0;
   #stopReason: unknown = null;
+  /** How many events wrote something: the first is the role chunk, alone (CONTRACT.md, Streams). */
+  #writes = 0;
   /** Every chunk's text up to its delta, made once at message_start: a chunk is then two concatenations. */
   #head = '';
 
@@ -65,6 +67,20 @@ export class MessagesStreamTranslator {
 
   /** One event (its `event:` name, null when it had none, and its data); returns the SSE text to send, '' for none. */
   event(name: string | null, data: string): string {
+    return this.#written(this.#event(name, data));
+  }
+
+  /** StreamTranslator.contentSent: whatever is written after the role chunk carries content (text, a tool call, a finish reason, [DONE]). */
+  get contentSent(): boolean {
+    return this.#writes > 1;
+  }
+
+  #written(out: string): string {
+    if (out.length > 0) this.#writes++;
+    return out;
+  }
+
+  #event(name: string | null, data: string): string {
     // Most events of a stream are text deltas: their text goes on as it came, escaped, without a parse.
     const text = this.#started && !this.#stopped && (name === null || name === 'content_block_delta') ? textDeltaInPlace(data) : null;
     if (text !== null && this.#blocks.get(text.index)?.kind === 'text') return `${this.#head}{"content":"${text.escaped}"}${OPEN_TAIL}`;

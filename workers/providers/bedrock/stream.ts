@@ -63,6 +63,8 @@ export class ConverseStreamTranslator implements StreamTranslator {
   #stopped = false;
   #done = false;
   #tools = 0;
+  /** How many events wrote something: the first is the role chunk, alone (CONTRACT.md, Streams). */
+  #writes = 0;
   /** Every chunk's text up to its delta, made once: a chunk is then two concatenations. */
   readonly #head: string;
 
@@ -79,6 +81,20 @@ export class ConverseStreamTranslator implements StreamTranslator {
 
   /** One message (its name and payload, as aws.ts names them); returns the SSE text to send, '' for none. Throws the attempt's failure on an exception or error frame. */
   event(name: string | null, data: string): string {
+    return this.#written(this.#event(name, data));
+  }
+
+  /** StreamTranslator.contentSent: whatever is written after the role chunk carries content (text, a tool call, a finish reason, [DONE]). */
+  get contentSent(): boolean {
+    return this.#writes > 1;
+  }
+
+  #written(out: string): string {
+    if (out.length > 0) this.#writes++;
+    return out;
+  }
+
+  #event(name: string | null, data: string): string {
     if (name === null) throw new GatewayError('upstream_invalid_response', 'the provider stream sent a message without a type');
     if (name.startsWith(EXCEPTION)) throw streamExceptionFailure(name.slice(EXCEPTION.length), data);
     if (name.startsWith(ERROR)) throw streamExceptionFailure(name.slice(ERROR.length), data);
@@ -114,7 +130,7 @@ export class ConverseStreamTranslator implements StreamTranslator {
   /** The upstream ended; throws when it ended before messageStop. */
   end(): string {
     if (!this.#stopped) throw new GatewayError('upstream_reset', 'the provider stream ended before its messageStop event');
-    return this.#done ? '' : this.#finish();
+    return this.#written(this.#done ? '' : this.#finish());
   }
 
   #start(): string {

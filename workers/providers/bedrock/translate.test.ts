@@ -11,7 +11,7 @@ import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { GatewayError } from '../../../protocol/errors.js';
 import { AttemptFailure } from '../../routing/failure.js';
-import { goldenFiles, sseData } from '../golden.js';
+import { goldenFiles, judged, sseData } from '../golden.js';
 import { EventStreamParser, loadAwsLibraries, type AwsLibraries } from './aws.js';
 import { BATCH_SIZE, embeddingFamily, embeddingRequest, embeddingTexts, embeddingVectors, type EmbeddingFamily } from './embeddings.js';
 import { bedrockError, errorTypeOf } from './errors.js';
@@ -74,9 +74,9 @@ function translateMessages(options: StreamOptions, messages: StreamCase['message
   try {
     for (const message of messages) {
       const { name, data } = asEvent(message);
-      sse += translator.event(name, data);
+      sse = judged(translator, sse + translator.event(name, data));
     }
-    sse += translator.end();
+    sse = judged(translator, sse + translator.end());
   } catch (err) {
     return { chunks: sseData(sse), failure: failureOf(err) };
   }

@@ -50,9 +50,15 @@ export class GenerateContentStreamTranslator implements StreamTranslator {
   #model: unknown = null;
   /** Every chunk's text up to its choice's index, made at the first event. */
   #head: string | null = null;
+  /** A text, a tool call, a finish reason or [DONE] was written (a role chunk or an empty text is not content). */
+  #content = false;
 
   constructor(options: StreamOptions) {
     this.#options = options;
+  }
+
+  get contentSent(): boolean {
+    return this.#content;
   }
 
   get usage(): Usage | null {
@@ -83,6 +89,7 @@ export class GenerateContentStreamTranslator implements StreamTranslator {
       const usage = compatibleUsage(this.#usage).json;
       out += `data: ${JSON.stringify({ id: this.#id, object: 'chat.completion.chunk', created: this.#options.created, model: this.#model, choices: [], usage })}\n\n`;
     }
+    this.#content = true;
     return `${out}data: [DONE]\n\n`;
   }
 
@@ -110,6 +117,7 @@ export class GenerateContentStreamTranslator implements StreamTranslator {
     readParts(candidate.content, this.#options.idSeed, this.#next, read);
     if (read.text !== null) out += this.#chunk(index, { content: read.text }, null);
     for (const call of read.toolCalls) out += this.#chunk(index, { tool_calls: [{ index: state.tools++, ...call }] }, null);
+    if ((read.text !== null && read.text.length > 0) || read.toolCalls.length > 0) this.#content = true;
     const reason = candidate.finishReason;
     if (typeof reason === 'string' && reason !== 'FINISH_REASON_UNSPECIFIED') out = this.#finish(index, out, finishReason(reason, state.tools > 0));
     return out;
@@ -117,6 +125,7 @@ export class GenerateContentStreamTranslator implements StreamTranslator {
 
   #finish(index: number, before: string, reason: string): string {
     (this.#candidates.get(index) as CandidateState).finished = true;
+    this.#content = true;
     return before + this.#chunk(index, {}, reason);
   }
 
