@@ -29,6 +29,24 @@ export interface StreamTranslator {
   readonly contentSent: boolean;
 }
 
+/**
+ * contentSent for a translator whose first write is its role chunk, alone (CONTRACT.md, Streams:
+ * one role chunk, the first), and every later write carries content (a text, a tool call, a
+ * finish reason, [DONE]): it counts the writes that `written` passes through.
+ */
+export class RoleChunkFirst {
+  #writes = 0;
+
+  get contentSent(): boolean {
+    return this.#writes > 1;
+  }
+
+  written(out: string): string {
+    if (out.length > 0) this.#writes++;
+    return out;
+  }
+}
+
 export class TranslatingRelay implements StreamRelay {
   readonly #translator: StreamTranslator;
   #failure: unknown = null;

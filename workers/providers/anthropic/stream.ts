@@ -23,6 +23,7 @@ import { GatewayError } from '../../../protocol/errors.js';
 import type { Usage } from '../../../protocol/frames.js';
 import { isRecord, tryParse } from '../compatible.js';
 import { digitsValue, isStringBody, type TextInPlace } from '../json-in-place.js';
+import { RoleChunkFirst } from '../translating-relay.js';
 import { streamErrorFailure } from './errors.js';
 import { JSON_TOOL } from './request.js';
 import { compatibleUsage, emptyUsage, finishReason, readUsage } from './response.js';
@@ -51,8 +52,7 @@ export class MessagesStreamTranslator {
   #stopped = false;
   #tools = 0;
   #stopReason: unknown = null;
-  /** How many events wrote something: the first is the role chunk, alone (CONTRACT.md, Streams). */
-  #writes = 0;
+  readonly #writes = new RoleChunkFirst();
   /** Every chunk's text up to its delta, made once at message_start: a chunk is then two concatenations. */
   #head = '';
 
@@ -67,17 +67,11 @@ export class MessagesStreamTranslator {
 
   /** One event (its `event:` name, null when it had none, and its data); returns the SSE text to send, '' for none. */
   event(name: string | null, data: string): string {
-    return this.#written(this.#event(name, data));
+    return this.#writes.written(this.#event(name, data));
   }
 
-  /** StreamTranslator.contentSent: whatever is written after the role chunk carries content (text, a tool call, a finish reason, [DONE]). */
   get contentSent(): boolean {
-    return this.#writes > 1;
-  }
-
-  #written(out: string): string {
-    if (out.length > 0) this.#writes++;
-    return out;
+    return this.#writes.contentSent;
   }
 
   #event(name: string | null, data: string): string {

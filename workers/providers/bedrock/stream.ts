@@ -31,7 +31,7 @@ import type { Usage } from '../../../protocol/frames.js';
 import { JSON_TOOL } from '../chat-request.js';
 import { isRecord, tryParse } from '../compatible.js';
 import { digitsValue, isStringBody, type TextInPlace } from '../json-in-place.js';
-import type { StreamTranslator } from '../translating-relay.js';
+import { RoleChunkFirst, type StreamTranslator } from '../translating-relay.js';
 import { streamExceptionFailure } from './errors.js';
 import { compatibleUsage, finishReason } from './response.js';
 
@@ -63,8 +63,7 @@ export class ConverseStreamTranslator implements StreamTranslator {
   #stopped = false;
   #done = false;
   #tools = 0;
-  /** How many events wrote something: the first is the role chunk, alone (CONTRACT.md, Streams). */
-  #writes = 0;
+  readonly #writes = new RoleChunkFirst();
   /** Every chunk's text up to its delta, made once: a chunk is then two concatenations. */
   readonly #head: string;
 
@@ -81,17 +80,11 @@ export class ConverseStreamTranslator implements StreamTranslator {
 
   /** One message (its name and payload, as aws.ts names them); returns the SSE text to send, '' for none. Throws the attempt's failure on an exception or error frame. */
   event(name: string | null, data: string): string {
-    return this.#written(this.#event(name, data));
+    return this.#writes.written(this.#event(name, data));
   }
 
-  /** StreamTranslator.contentSent: whatever is written after the role chunk carries content (text, a tool call, a finish reason, [DONE]). */
   get contentSent(): boolean {
-    return this.#writes > 1;
-  }
-
-  #written(out: string): string {
-    if (out.length > 0) this.#writes++;
-    return out;
+    return this.#writes.contentSent;
   }
 
   #event(name: string | null, data: string): string {
@@ -130,7 +123,7 @@ export class ConverseStreamTranslator implements StreamTranslator {
   /** The upstream ended; throws when it ended before messageStop. */
   end(): string {
     if (!this.#stopped) throw new GatewayError('upstream_reset', 'the provider stream ended before its messageStop event');
-    return this.#written(this.#done ? '' : this.#finish());
+    return this.#writes.written(this.#done ? '' : this.#finish());
   }
 
   #start(): string {
