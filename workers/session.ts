@@ -118,7 +118,7 @@ export class WorkerSession {
     } catch (err) {
       if (call.control.reason !== CANCELLED) {
         const error = toErrorData(err);
-        if (error.code === 'internal_error') this.#port.send(faultOf(frame.requestId, err));
+        if (error.code === 'internal_error') this.#env.fault(frame.requestId, err);
         replies.fail(error, NO_HEADERS);
       }
     } finally {
