@@ -6,9 +6,12 @@
  * the openai SDK reported APIConnectionError and retried, re-uploading the body.
  */
 import { APIError, AuthenticationError } from 'openai';
+import http from 'node:http';
 import net from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { raw, statusCodes } from './support/raw-http.js';
+import { checkErrorBody, sendOnAfterAnswer, uploadTo } from './support/uploads.js';
+import { LINGER_MAX_MS, LINGER_QUIET_MS } from '../src/front/body.js';
 import { useGateway } from './support/gateway.js';
 
 const MiB = 1024 * 1024;
@@ -89,12 +92,56 @@ describe('errors before the body is read', () => {
     const result = await raw(gw.port, request(big) + request(small), 3000);
     expect(statusCodes(result.out)).toEqual([413, 200]);
   });
+});
 
-  it('past the discard bound (64 MiB) the answer goes out and the connection closes', async () => {
-    const head = `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${gw.key}\r\nContent-Type: application/json\r\nContent-Length: ${200 * MiB}\r\n\r\n`;
-    const result = await raw(gw.port, Buffer.concat([Buffer.from(head), Buffer.alloc(66 * MiB, 'z')]), 5000);
-    expect(statusCodes(result.out)).toEqual([413]);
-    expect(result.out.toLowerCase()).toContain('connection: close');
-    expect(result.closedByServer).toBe(true);
+// Past the bound the answer goes out at once; the connection closes only once the client is quiet
+// (src/front/body.ts, CutBody): a close under a client still sending makes its kernel reset the
+// connection, and a reset can drop the answer before the client reads it (CI lost the 413 that way).
+describe('past the discard bound (64 MiB)', () => {
+  const head = (auth: string, framing: 'chunked' | 'declared', close: boolean) =>
+    `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: ${auth}\r\nContent-Type: application/json\r\n` +
+    (framing === 'chunked' ? 'Transfer-Encoding: chunked\r\n' : `Content-Length: ${200 * MiB}\r\n`) +
+    (close ? 'Connection: close\r\n' : '') +
+    '\r\n';
+
+  it.each([
+    ['413, a chunked body', 'chunked', `Bearer KEY`, 413, 'body_too_large'],
+    ['413, 200 MiB declared', 'declared', `Bearer KEY`, 413, 'body_too_large'],
+    ['401, a chunked body', 'chunked', 'Bearer wrong', 401, 'invalid_api_key'],
+  ] as const)('%s: a client that goes on sending for 300 ms after the answer reads all of it, gets no reset, and the connection closes once it is quiet', async (name, framing, auth, status, code) => {
+    const r = await sendOnAfterAnswer(gw.port, head(auth.replace('KEY', gw.key), framing, true), 300, 10_000);
+    expect(r.error, name).toBeNull();
+    expect(r.closedByServer, name).toBe(true);
+    expect(r.head, name).toMatch(new RegExp(`^http/1\\.1 ${status} `));
+    expect(r.head, name).toContain('connection: close');
+    expect(checkErrorBody(r.body ?? '', name).code).toBe(code);
+    expect(r.bytesAfterAnswer, name).toBeGreaterThan(MiB);
+    const quietFor = (r.msAnswerToClose ?? NaN) - (r.msAnswerToStop ?? NaN);
+    expect(quietFor, name).toBeGreaterThanOrEqual(LINGER_QUIET_MS - 20);
+    expect(quietFor, name).toBeLessThan(LINGER_QUIET_MS + 1500);
+  });
+
+  it('a client that never stops sending is cut off once the linger bound passes, its answer already sent', async () => {
+    const r = await sendOnAfterAnswer(gw.port, head(`Bearer ${gw.key}`, 'chunked', true), Infinity, 10_000);
+    expect(r.closedByServer).toBe(true);
+    expect(r.head).toMatch(/^http\/1\.1 413 /);
+    expect(r.msAnswerToClose).toBeGreaterThanOrEqual(LINGER_MAX_MS - 20);
+    expect(r.msAnswerToClose).toBeLessThan(LINGER_MAX_MS + 1500);
+  });
+
+  it('a keep-alive client gets the whole answer with Connection: close, and node:http then closes the connection', async () => {
+    const r = await sendOnAfterAnswer(gw.port, head(`Bearer ${gw.key}`, 'declared', false), 0, 1500);
+    expect(r.head).toMatch(/^http\/1\.1 413 /);
+    expect(r.head).toContain('connection: close');
+    expect(checkErrorBody(r.body ?? '', 'raw keep-alive').code).toBe('body_too_large');
+    const agent = new http.Agent({ keepAlive: true });
+    try {
+      const upload = await uploadTo(gw.port, gw.key, '/v1/chat/completions', 100 * MiB, 'chunked', agent);
+      expect(upload.status).toBe(413);
+      expect(checkErrorBody(upload.body, 'node:http keep-alive').code).toBe('body_too_large');
+      expect(upload.msResponseToClose).not.toBeNull();
+    } finally {
+      agent.destroy();
+    }
   });
 });

@@ -279,6 +279,21 @@ describe('request size and framing', () => {
     expect(upstream.requests).toHaveLength(0);
   });
 
+  // CONTRACT.md, HTTP: a refused body is read and dropped up to a bound (64 MiB) before the answer,
+  // so a client that finishes within it reads the 413 (test/early-errors.test.ts); this one cannot.
+  // Past the bound the connection closes once the client is quiet (early-errors › past the discard bound).
+  it('a 100 MB chunked body (no Content-Length) gets its 413 once 64 MiB of it are read and dropped, long before the end, and the connection closes', async () => {
+    upstream.reset();
+    const r = await upload(CHAT, HUNDRED_MB, 'chunked');
+    console.info(`[figures] 100 MB chunked body: 413 after ${r.msToResponse.toFixed(1)} ms, ${(r.bytesWrittenAtResponse / MiB).toFixed(1)} MiB written by then, ${(r.bytesWrittenTotal / MiB).toFixed(1)} MiB in all; closed ${r.msResponseToClose?.toFixed(1)} ms after the answer`);
+    expect(r.status).toBe(413);
+    expect(checkErrorBody(r.body, 'chunked').code).toBe('body_too_large');
+    expect(r.bytesWrittenAtResponse).toBeGreaterThanOrEqual(64 * MiB);
+    expect(r.bytesWrittenTotal).toBeLessThan(80 * MiB);
+    expect(r.msResponseToClose).not.toBeNull();
+    expect(upstream.requests).toHaveLength(0);
+  });
+
   it('Content-Length declaring more than is sent: the gateway waits without holding a slot; the client gives up after 1 s and nothing stays in flight', async () => {
     upstream.reset();
     const before = gw.rawLogs.length;

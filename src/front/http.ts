@@ -5,6 +5,7 @@
  */
 import { STATUS_CODES } from 'node:http';
 import type { HttpResponse } from 'uWebSockets.js';
+import { CutBody } from './body.js';
 import { joinForNow, payloadLength, REUSED_JOIN_BYTES, type Payload } from '../../protocol/channel.js';
 import { errorBody, errorStatus, type ErrorCode } from '../../protocol/errors.js';
 import { SERVER_HEADER } from '../../protocol/version.js';
@@ -75,14 +76,45 @@ function headerValue(value: string): string {
   return VISIBLE.test(value) ? value : encodeURIComponent(value);
 }
 
+/**
+ * What becomes of the connection after an answer: kept alive, closed at once,
+ * or closed once the client stops sending a body cut at a discard bound.
+ */
+export type AfterAnswer = 'keep' | 'close' | CutBody;
+
 /** Sends a whole response; a no-op once the client is gone. */
-export function send(ex: Exchange, status: number, contentType: string, body: string | Uint8Array, extra?: readonly string[], closeConnection = false): void {
+export function send(ex: Exchange, status: number, contentType: string, body: string | Uint8Array, extra?: readonly string[], after: AfterAnswer = 'keep'): void {
   if (ex.aborted) return;
+  if (after instanceof CutBody) return sendLingering(ex, status, contentType, body, extra, after);
   ex.res.cork(() => {
     writeHead(ex, status, contentType, extra);
-    ex.res.end(body, closeConnection);
+    ex.res.end(body, after === 'close');
   });
   ex.onSent?.(status);
+}
+
+/**
+ * An answer to a client that may still be sending (body.ts, CutBody). uWS
+ * closes the socket as it writes the end of an answer to a request that asked
+ * for a close, and `end(…, true)` after a `write` puts its `Connection: close`
+ * line inside the body. So the answer goes out chunked, all but its last
+ * (empty) chunk, with `Connection: close` in its head; the last chunk waits
+ * until the client is quiet, and then uWS closes if the client asked, else the
+ * client closes as the header tells it. One that keeps sending is cut off.
+ */
+function sendLingering(ex: Exchange, status: number, contentType: string, body: string | Uint8Array, extra: readonly string[] | undefined, cut: CutBody): void {
+  const { res } = ex;
+  res.cork(() => {
+    writeHead(ex, status, contentType, extra);
+    res.writeHeader('connection', 'close');
+    res.write(body);
+  });
+  ex.onSent?.(status);
+  cut.whenOver((quietly) => {
+    if (ex.aborted) return;
+    if (quietly) res.cork(() => res.end());
+    else res.close();
+  });
 }
 
 /**
@@ -130,6 +162,6 @@ export function sendJson(ex: Exchange, status: number, value: unknown): void {
   send(ex, status, JSON_TYPE, JSON.stringify(value));
 }
 
-export function sendError(ex: Exchange, code: ErrorCode, message?: string, extra?: readonly string[], closeConnection = false): void {
-  send(ex, errorStatus(code), JSON_TYPE, errorBody(code, message), extra, closeConnection);
+export function sendError(ex: Exchange, code: ErrorCode, message?: string, extra?: readonly string[], after: AfterAnswer = 'keep'): void {
+  send(ex, errorStatus(code), JSON_TYPE, errorBody(code, message), extra, after);
 }

@@ -11,7 +11,7 @@ import { payloadLength, type Payload } from '../../protocol/channel.js';
 import type { CallHandlers } from '../supervisor/worker-pool.js';
 import { collectBody, discardBody } from './body.js';
 import type { FrontContext } from './context.js';
-import { JSON_TYPE, send, sendBody, writeHead, type Exchange } from './http.js';
+import { JSON_TYPE, send, sendBody, writeHead, type AfterAnswer, type Exchange } from './http.js';
 import type { KeptAlive } from './keepalive.js';
 import type { Interruptible } from './lifecycle.js';
 import type { RouteSpec } from './routes.js';
@@ -39,15 +39,15 @@ export function providerHandler(ctx: FrontContext, route: RouteSpec, op: Operati
     if (ctx.lifecycle.active.size >= ctx.config.maxInFlight) {
       // Overload: answer without waiting on a worker rather than let latency grow without limit;
       // the body is dropped as it comes (CONTRACT.md, errors before the body is read).
-      if (declared === 0) call.finishError('overloaded', undefined, false, RETRY_AFTER);
-      else discardBody(res, declared, (whole) => call.ex.aborted || call.finishError('overloaded', undefined, !whole, RETRY_AFTER));
+      if (declared === 0) call.finishError('overloaded', undefined, 'keep', RETRY_AFTER);
+      else discardBody(res, declared, (cut) => call.ex.aborted || call.finishError('overloaded', undefined, cut ?? 'keep', RETRY_AFTER));
       return;
     }
     collectBody(res, declared, ctx.config.maxRequestBodyBytes, (outcome) => {
       if (call.ex.aborted) return;
       if (!outcome.ok) {
-        // The rest of the body was dropped; past a discard bound, the connection closes.
-        call.finishError('body_too_large', undefined, !outcome.whole);
+        // The rest of the body was dropped; past a discard bound, the connection closes once the client is quiet.
+        call.finishError('body_too_large', undefined, outcome.cut ?? 'keep');
         return;
       }
       call.bytesIn = outcome.body.length;
@@ -182,7 +182,7 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
     const code = frame.code;
     if (code.startsWith('upstream_')) this.#countUpstreamError(code);
     if (!this.#streaming) {
-      this.finishError(code, frame.message, false, frame.headers.length > 0 ? frame.headers : undefined);
+      this.finishError(code, frame.message, 'keep', frame.headers.length > 0 ? frame.headers : undefined);
       return;
     }
     // CONTRACT.md: a stream that fails after its first byte ends with one SSE error event, then closes
@@ -204,11 +204,11 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
     if (!this.ex.aborted && !this.#paused) this.#write(KEEPALIVE_COMMENT);
   }
 
-  finishError(code: ErrorCode, message: string | undefined, closeConnection: boolean, headers?: readonly string[]): void {
+  finishError(code: ErrorCode, message: string | undefined, after: AfterAnswer, headers?: readonly string[]): void {
     const body = errorBody(code, message ?? ERRORS[code].message);
     this.#error = code;
     this.#bytesOut = Buffer.byteLength(body);
-    send(this.ex, errorStatus(code), JSON_TYPE, body, headers, closeConnection);
+    send(this.ex, errorStatus(code), JSON_TYPE, body, headers, after);
     this.#finish(errorStatus(code));
   }
 

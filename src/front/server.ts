@@ -81,8 +81,9 @@ function refusedHeaders(res: HttpResponse, req: HttpRequest, requestId: string):
 /**
  * Answers an error without reading the body. A body on its way is read and
  * dropped first (body.ts, `discardBody`), so the client sees the answer; past
- * the discard bounds the answer goes out at once. `close`: the connection
- * closes after the answer whatever the body did.
+ * the discard bounds the answer goes out at once and the connection closes once
+ * the client is quiet (CutBody). `close`: the connection closes after the
+ * answer whatever the body did.
  */
 function refuse(
   res: HttpResponse,
@@ -96,13 +97,14 @@ function refuse(
   const length = req.getHeader('content-length');
   const bodyPending = (length !== '' && length !== '0') || req.getHeader('transfer-encoding') !== '';
   const ex: Exchange = { res, requestId, aborted: false, started: false };
+  const after = close ? 'close' : 'keep';
   if (!bodyPending) {
-    sendError(ex, code, message, extra, close);
+    sendError(ex, code, message, extra, after);
     return;
   }
   res.onAborted(() => (ex.aborted = true));
   // A framing error never gets here: this length is plain digits (headerProblem).
-  discardBody(res, length === '' ? null : Number(length), (whole) => sendError(ex, code, message, extra, close || !whole));
+  discardBody(res, length === '' ? null : Number(length), (cut) => sendError(ex, code, message, extra, cut ?? after));
 }
 
 /** Node's default limit for a request's header block. */
@@ -159,7 +161,7 @@ function headerProblem(req: HttpRequest): HeaderProblem | null {
 function refuseFraming(res: HttpResponse, requestId: string, message: string): void {
   const ex: Exchange = { res, requestId, aborted: false, started: false };
   res.onAborted(() => (ex.aborted = true));
-  setImmediate(() => sendError(ex, 'invalid_request', message, undefined, true));
+  setImmediate(() => sendError(ex, 'invalid_request', message, undefined, 'close'));
 }
 
 function handlerFor(ctx: FrontContext, route: RouteSpec): Handler {

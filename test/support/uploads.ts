@@ -1,5 +1,6 @@
-/** Large uploads to a gateway, and the check of a gateway-made error body (test/hostile-input.test.ts, test/stress/upload-bound.test.ts). */
+/** Large uploads to a gateway, and the check of a gateway-made error body (test/hostile-input.test.ts, test/early-errors.test.ts). */
 import http from 'node:http';
+import net from 'node:net';
 import { expect } from 'vitest';
 
 type Json = Record<string, unknown>;
@@ -48,13 +49,14 @@ export interface UploadResult {
 /**
  * Streams `total` bytes of body in 64 KiB chunks (honouring backpressure),
  * declared by Content-Length or chunked; stops writing when the answer comes.
+ * Without an `agent`, on a connection of its own that asks to close.
  */
-export function uploadTo(port: number, key: string, path: string, total: number, framing: 'content-length' | 'chunked'): Promise<UploadResult> {
+export function uploadTo(port: number, key: string, path: string, total: number, framing: 'content-length' | 'chunked', agent?: http.Agent): Promise<UploadResult> {
   return new Promise((resolve, reject) => {
     const headers: Record<string, string> = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
     if (framing === 'content-length') headers['content-length'] = String(total);
     else headers['transfer-encoding'] = 'chunked';
-    const req = http.request({ host: '127.0.0.1', port, path, method: 'POST', agent: false, headers });
+    const req = http.request({ host: '127.0.0.1', port, path, method: 'POST', agent: agent ?? false, headers });
     const chunk = Buffer.alloc(64 * 1024, 0x61);
     chunk.write('{"model":"mock-chat","messages":[{"role":"user","content":"');
     let queued = 0;
@@ -110,3 +112,103 @@ export function uploadTo(port: number, key: string, path: string, total: number,
   });
 }
 
+
+export interface AfterAnswerResult {
+  /** The answer's head (status line and headers), lower-cased; '' if none came. */
+  head: string;
+  /** The answer's body, de-chunked when chunked; null when it did not end (no last chunk, or short of Content-Length). */
+  body: string | null;
+  /** The socket's error code (ECONNRESET, EPIPE) if it had one. */
+  error: string | null;
+  /** The server closed the connection (FIN or reset) before the give-up. */
+  closedByServer: boolean;
+  /** Body bytes written after the first byte of the answer arrived. */
+  bytesAfterAnswer: number;
+  /** ms from the first byte of the answer to the last write, and to the close; null if there was none. */
+  msAnswerToStop: number | null;
+  msAnswerToClose: number | null;
+}
+
+/**
+ * On a raw connection, sends `head` (which frames the body: `Transfer-Encoding:
+ * chunked` or a Content-Length) and then a body as fast as the socket takes
+ * it, and goes on sending for `sendOnMs` after the answer's first byte arrives
+ * (Infinity: until the server closes), then stops without closing. Collects the
+ * answer until the server closes or `giveUpMs` pass.
+ */
+export function sendOnAfterAnswer(port: number, head: string, sendOnMs: number, giveUpMs: number): Promise<AfterAnswerResult> {
+  const chunked = /transfer-encoding: chunked/i.test(head);
+  const piece = Buffer.alloc(64 * 1024, 0x61);
+  const frame = chunked ? Buffer.concat([Buffer.from(`${piece.length.toString(16)}\r\n`), piece, Buffer.from('\r\n')]) : piece;
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    const received: Buffer[] = [];
+    let answeredAt = 0;
+    let stoppedAt = 0;
+    let bytesAfterAnswer = 0;
+    let closedByServer = false;
+    let error: string | null = null;
+    const giveUp = setTimeout(() => socket.destroy(), giveUpMs);
+    const sending = () => answeredAt === 0 || performance.now() - answeredAt < sendOnMs;
+    const pump = (): void => {
+      while (!socket.destroyed && sending()) {
+        if (answeredAt !== 0) bytesAfterAnswer += frame.length;
+        if (!socket.write(frame)) {
+          socket.once('drain', pump);
+          return;
+        }
+        // After the answer, a frame every 5 ms (13 MB/s): a client slow to see the answer, not a flood.
+        if (answeredAt !== 0) {
+          setTimeout(pump, 5);
+          return;
+        }
+      }
+      if (stoppedAt === 0 && answeredAt !== 0) stoppedAt = performance.now();
+    };
+    socket.on('data', (d: Buffer) => {
+      if (answeredAt === 0) answeredAt = performance.now();
+      received.push(d);
+    });
+    socket.on('end', () => (closedByServer = true));
+    socket.on('error', (err: NodeJS.ErrnoException) => {
+      closedByServer = true;
+      error = err.code ?? err.message;
+    });
+    socket.on('close', () => {
+      clearTimeout(giveUp);
+      const closedAt = performance.now();
+      const { head: answerHead, body } = parseAnswer(Buffer.concat(received).toString('latin1'));
+      resolve({
+        head: answerHead,
+        body,
+        error,
+        closedByServer,
+        bytesAfterAnswer,
+        msAnswerToStop: stoppedAt === 0 ? null : stoppedAt - answeredAt,
+        msAnswerToClose: closedByServer && answeredAt !== 0 ? closedAt - answeredAt : null,
+      });
+    });
+    socket.write(head);
+    pump();
+  });
+}
+
+/** Splits a raw HTTP/1.1 answer into its head (lower-cased) and its whole body (see AfterAnswerResult). */
+function parseAnswer(raw: string): { head: string; body: string | null } {
+  const end = raw.indexOf('\r\n\r\n');
+  if (end < 0) return { head: raw.toLowerCase(), body: null };
+  const head = raw.slice(0, end).toLowerCase();
+  let rest = raw.slice(end + 4);
+  const length = /content-length: (\d+)/.exec(head);
+  if (length) return { head, body: rest.length >= Number(length[1]) ? rest.slice(0, Number(length[1])) : null };
+  let body = '';
+  for (;;) {
+    const line = rest.indexOf('\r\n');
+    if (line < 0) return { head, body: null };
+    const size = Number.parseInt(rest.slice(0, line), 16);
+    if (!Number.isFinite(size)) return { head, body: null };
+    if (size === 0) return { head, body: rest.slice(line + 2, line + 4) === '\r\n' ? body : null };
+    body += rest.slice(line + 2, line + 2 + size);
+    rest = rest.slice(line + 2 + size + 2);
+  }
+}
