@@ -12,7 +12,12 @@
  *    nothing is answered; uWS's idle timeout (10 s, swept every 4 s, so 8 to
  *    12 s after the last byte) closes the connection. Nothing is forwarded,
  *    and other connections are served meanwhile.
- * 2. No pipelining behind a provider request (docs/RESILIENCE.md): uWS closes
+ * 2. HTTP/1.0: this build's parser refuses the version (uWS since 2022-10,
+ *    "Do not support HTTP/1.0"; builds from 2023-05 answer 505, later 400)
+ *    and, like the above, answers nothing; the idle timeout closes the
+ *    connection. A proxy in front must speak HTTP/1.1 to the gateway (nginx's
+ *    `proxy_http_version` defaults to 1.0).
+ * 3. No pipelining behind a provider request (docs/RESILIENCE.md): uWS closes
  *    a connection on which a request arrives while an answer is pending, and
  *    provider routes always answer later, so a chat request with anything
  *    pipelined behind it gets the connection closed, unanswered.
@@ -40,13 +45,15 @@ describe('known limits of the installed uWS build', () => {
   }
   const forwarded = (marker: string) => upstream.requests.some((r) => r.body.includes(marker));
 
-  it(`more than ${MAX_HEADER_FIELDS} header fields, a bare CR or a bare LF in a header value: no answer, closed by the idle timeout, nothing forwarded, others served meanwhile`, async () => {
+  it(`more than ${MAX_HEADER_FIELDS} header fields, a bare CR or a bare LF in a header value, HTTP/1.0: no answer, closed by the idle timeout, nothing forwarded, others served meanwhile`, async () => {
     const port = gw.gateway.port;
     const idle: Record<string, string> = {
       [`${MAX_HEADER_FIELDS + 1} header fields`]: chat('limit-one-over', MAX_HEADER_FIELDS + 1),
       '60 header fields': chat('limit-sixty', 60),
       'a bare CR in a header value': chat('limit-bare-cr', 6, 'X-Note: a\rb\r\n'),
       'a bare LF in a header value': chat('limit-bare-lf', 6, 'X-Note: a\nb\r\n'),
+      'an HTTP/1.0 chat request': chat('limit-http10', 6).replace(' HTTP/1.1\r\n', ' HTTP/1.0\r\n'),
+      'an HTTP/1.0 probe': 'GET /health/live HTTP/1.0\r\nHost: x\r\n\r\n',
     };
     const pending = new Map<string, Promise<RawResult>>();
     for (const [name, request] of Object.entries(idle)) pending.set(name, raw(port, request, 20_000));
@@ -82,7 +89,7 @@ describe('known limits of the installed uWS build', () => {
       expect(r.ms, name).toBeLessThan(IDLE_CLOSE_MS.max);
     }
     console.info(`[figures] known limits: ${figures.join('; ')}; ${served} other exchanges served meanwhile`);
-    for (const marker of ['limit-one-over', 'limit-sixty', 'limit-bare-cr', 'limit-bare-lf']) expect(forwarded(marker), marker).toBe(false);
+    for (const marker of ['limit-one-over', 'limit-sixty', 'limit-bare-cr', 'limit-bare-lf', 'limit-http10']) expect(forwarded(marker), marker).toBe(false);
     expect(gw.gateway.context.pool.stats().inFlight).toBe(0);
   }, 30_000);
 
