@@ -121,6 +121,21 @@ describe('past the discard bound (64 MiB)', () => {
     expect(quietFor, name).toBeLessThan(LINGER_QUIET_MS + 1500);
   });
 
+  it.each([
+    ['413, a chunked body', 'chunked', `Bearer KEY`, 413, 'body_too_large'],
+    ['413, 200 MiB declared', 'declared', `Bearer KEY`, 413, 'body_too_large'],
+    ['401, a chunked body', 'chunked', 'Bearer wrong', 401, 'invalid_api_key'],
+  ] as const)('%s, keep-alive: a client that sends until the answer is whole (as curl does) gets it whole at once, with Connection: close, and no reset', async (name, framing, auth, status, code) => {
+    const r = await sendOnAfterAnswer(gw.port, head(auth.replace('KEY', gw.key), framing, false), 'until-whole', 10_000);
+    expect(r.error, name).toBeNull();
+    expect(r.head, name).toMatch(new RegExp(`^http/1\\.1 ${status} `));
+    expect(r.head, name).toContain('connection: close');
+    expect(r.head, name).toMatch(/content-length: \d+/);
+    expect(checkErrorBody(r.body ?? '', name).code).toBe(code);
+    // Whole at once: the client stopped within moments of the answer's first byte, long before any linger bound.
+    expect(r.msAnswerToStop ?? Infinity, name).toBeLessThan(LINGER_QUIET_MS);
+  });
+
   it('a client that never stops sending is cut off once the linger bound passes, its answer already sent', async () => {
     const r = await sendOnAfterAnswer(gw.port, head(`Bearer ${gw.key}`, 'chunked', true), Infinity, 10_000);
     expect(r.closedByServer).toBe(true);

@@ -37,7 +37,7 @@ export const LINGER_MAX_BYTES = DISCARD_LIMIT_BYTES;
  * before the client reads it. So the rest is read and dropped until the
  * client is quiet (it read the answer and stopped) or the body ends: `done(true)`;
  * a client that keeps sending past the linger bounds: `done(false)`, and it
- * is cut off.
+ * is cut off. (What the answer waits on, by request: http.ts, `sendLingering`.)
  */
 export class CutBody {
   #bytes = 0;

@@ -33,6 +33,12 @@ export interface Exchange {
   aborted: boolean;
   /** Set once the status line is written. */
   started: boolean;
+  /**
+   * The request asked for a close, by uWS's own test (a Connection header of five characters, or
+   * HTTP/1.0, which this build never serves): uWS then closes as soon as an answer is whole. Read
+   * where a body may be cut at a discard bound (see `sendLingering`).
+   */
+  closeAsked?: boolean;
   /** Called with the status once a whole response is sent (metrics for the operational routes). */
   onSent?: (status: number) => void;
   /** Provider routes, once a worker routed the request: written as the x-switchyard-* headers. */
@@ -94,22 +100,28 @@ export function send(ex: Exchange, status: number, contentType: string, body: st
 }
 
 /**
- * An answer to a client that may still be sending (body.ts, CutBody). uWS
- * closes the socket as it writes the end of an answer to a request that asked
- * for a close, and `end(…, true)` after a `write` puts its `Connection: close`
- * line inside the body. So the answer goes out chunked, all but its last
- * (empty) chunk, with `Connection: close` in its head; the last chunk waits
- * until the client is quiet, and then uWS closes if the client asked, else the
- * client closes as the header tells it. One that keeps sending is cut off.
+ * An answer to a client that may still be sending (body.ts, CutBody): the
+ * connection must not close under it. A keep-alive request gets the whole
+ * answer at once with `Connection: close`; uWS keeps the connection and drops
+ * the rest of the body, and the client closes when it has read the answer
+ * (curl goes on sending until the answer is whole). A request that asked for
+ * a close would be closed by uWS as soon as its answer is whole, and
+ * `end(…, true)` after a `write` puts uWS's `Connection: close` line inside
+ * the body; so its answer goes out chunked, all but its last (empty) chunk,
+ * and the last chunk, with uWS's close, waits until the client is quiet. One
+ * that keeps sending past the linger bounds is cut off.
  */
 function sendLingering(ex: Exchange, status: number, contentType: string, body: string | Uint8Array, extra: readonly string[] | undefined, cut: CutBody): void {
   const { res } = ex;
+  const whole = ex.closeAsked !== true;
   res.cork(() => {
     writeHead(ex, status, contentType, extra);
     res.writeHeader('connection', 'close');
-    res.write(body);
+    if (whole) res.end(body);
+    else res.write(body);
   });
   ex.onSent?.(status);
+  if (whole) return;
   cut.whenOver((quietly) => {
     if (ex.aborted) return;
     if (quietly) res.cork(() => res.end());

@@ -32,7 +32,7 @@ export function providerHandler(ctx: FrontContext, route: RouteSpec, op: Operati
     // uWS: the request object dies when this function returns, so read every header now.
     const contentLength = req.getHeader('content-length');
     const span = ctx.tracing === null ? null : ctx.tracing.begin(req, op, route.path, requestId);
-    const call = new ProviderCall(ctx, route, res, requestId, span);
+    const call = new ProviderCall(ctx, route, res, requestId, span, req.getHeader('connection').length === 5);
     // The server has refused a malformed Content-Length (a framing error); none means chunked or empty.
     const declared = contentLength === '' ? null : Number(contentLength);
     res.onAborted(() => call.onAborted());
@@ -89,11 +89,11 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
    */
   #heldHead: { readonly headers: HeaderList; readonly chunks: Uint8Array[] } | null = null;
 
-  constructor(ctx: FrontContext, route: RouteSpec, res: HttpResponse, requestId: string, span: RequestSpan | null) {
+  constructor(ctx: FrontContext, route: RouteSpec, res: HttpResponse, requestId: string, span: RequestSpan | null, closeAsked: boolean) {
     this.#ctx = ctx;
     this.#route = route;
     this.#span = span;
-    this.ex = { res, requestId, aborted: false, started: false, routing: null, calledAt: 0, overheadMs: -1 };
+    this.ex = { res, requestId, aborted: false, started: false, closeAsked, routing: null, calledAt: 0, overheadMs: -1 };
   }
 
   start(op: Operation, body: Uint8Array): void {

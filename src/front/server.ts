@@ -96,7 +96,7 @@ function refuse(
 ): void {
   const length = req.getHeader('content-length');
   const bodyPending = (length !== '' && length !== '0') || req.getHeader('transfer-encoding') !== '';
-  const ex: Exchange = { res, requestId, aborted: false, started: false };
+  const ex: Exchange = { res, requestId, aborted: false, started: false, closeAsked: req.getHeader('connection').length === 5 };
   const after = close ? 'close' : 'keep';
   if (!bodyPending) {
     sendError(ex, code, message, extra, after);

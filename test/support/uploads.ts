@@ -133,10 +133,11 @@ export interface AfterAnswerResult {
  * On a raw connection, sends `head` (which frames the body: `Transfer-Encoding:
  * chunked` or a Content-Length) and then a body as fast as the socket takes
  * it, and goes on sending for `sendOnMs` after the answer's first byte arrives
- * (Infinity: until the server closes), then stops without closing. Collects the
- * answer until the server closes or `giveUpMs` pass.
+ * (Infinity: until the server closes), then stops without closing. With
+ * 'until-whole' it sends until the answer is whole, then stops and closes its
+ * side, as curl does. Collects the answer until the server closes or `giveUpMs` pass.
  */
-export function sendOnAfterAnswer(port: number, head: string, sendOnMs: number, giveUpMs: number): Promise<AfterAnswerResult> {
+export function sendOnAfterAnswer(port: number, head: string, sendOnMs: number | 'until-whole', giveUpMs: number): Promise<AfterAnswerResult> {
   const chunked = /transfer-encoding: chunked/i.test(head);
   const piece = Buffer.alloc(64 * 1024, 0x61);
   const frame = chunked ? Buffer.concat([Buffer.from(`${piece.length.toString(16)}\r\n`), piece, Buffer.from('\r\n')]) : piece;
@@ -149,9 +150,10 @@ export function sendOnAfterAnswer(port: number, head: string, sendOnMs: number, 
     let closedByServer = false;
     let error: string | null = null;
     const giveUp = setTimeout(() => socket.destroy(), giveUpMs);
-    const sending = () => answeredAt === 0 || performance.now() - answeredAt < sendOnMs;
+    let whole = false;
+    const sending = () => answeredAt === 0 || (sendOnMs === 'until-whole' ? !whole : performance.now() - answeredAt < sendOnMs);
     const pump = (): void => {
-      while (!socket.destroyed && sending()) {
+      while (!socket.destroyed && !socket.writableEnded && sending()) {
         if (answeredAt !== 0) bytesAfterAnswer += frame.length;
         if (!socket.write(frame)) {
           socket.once('drain', pump);
@@ -168,6 +170,11 @@ export function sendOnAfterAnswer(port: number, head: string, sendOnMs: number, 
     socket.on('data', (d: Buffer) => {
       if (answeredAt === 0) answeredAt = performance.now();
       received.push(d);
+      if (sendOnMs === 'until-whole' && !whole && parseAnswer(Buffer.concat(received).toString('latin1')).body !== null) {
+        whole = true;
+        stoppedAt = performance.now();
+        socket.end();
+      }
     });
     socket.on('end', () => (closedByServer = true));
     socket.on('error', (err: NodeJS.ErrnoException) => {
