@@ -142,6 +142,7 @@ export class WorkerPool {
       // A worker's garbage is short-lived (one request's buffers and objects): a small young
       // generation holds it as well as V8's default 48 MiB does, for a third of the memory.
       resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB },
+      ...(WORKER_EXEC_ARGV ? { execArgv: WORKER_EXEC_ARGV } : {}),
     });
     for (let index = 0; index < workers; index++) {
       const slot = { index, inFlight: 0, restarts: 0 } as Slot;
@@ -342,6 +343,18 @@ let pinnedEntry: string | null = null;
  * The entry file stays open for the life of the process: tools/build.mjs removes an old build
  * only when no process holds a file of it open, so a running gateway keeps its build.
  */
+/**
+ * Piscina loads a worker's entry with require() first, and Node 20.19+ lets require() load an ES
+ * module synchronously. That path aborted a whole process once in CI (Node 20.20.2, "FATAL ERROR:
+ * v8::Module::IsGraphAsync must be used on an instantiated module", from piscina's require of the
+ * entry; Node's own loader notes that its synchronous path "cannot fully handle" a module not yet
+ * instantiated). With require(esm) off in the workers, piscina's require throws ERR_REQUIRE_ESM and
+ * it imports the entry instead, as it did before Node had require(esm). The flag is only passed
+ * where this Node knows it, and alone: a Worker refuses V8 options in its execArgv (npm start's
+ * are V8's and process-wide), and without execArgv it inherits the parent's.
+ */
+const WORKER_EXEC_ARGV = process.allowedNodeEnvironmentFlags.has('--no-experimental-require-module') ? ['--no-experimental-require-module'] : undefined;
+
 function workerEntryPath(): string {
   if (pinnedEntry !== null) return pinnedEntry;
   let dir = dirname(fileURLToPath(import.meta.url));
