@@ -4,7 +4,7 @@
  * goes through `cork` so status, headers and body leave in one syscall.
  */
 import { STATUS_CODES } from 'node:http';
-import type { HttpResponse } from 'uWebSockets.js';
+import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { CutBody } from './body.js';
 import { joinForNow, payloadLength, REUSED_JOIN_BYTES, type Payload } from '../../protocol/channel.js';
 import { errorBody, errorStatus, type ErrorCode } from '../../protocol/errors.js';
@@ -33,11 +33,7 @@ export interface Exchange {
   aborted: boolean;
   /** Set once the status line is written. */
   started: boolean;
-  /**
-   * The request asked for a close, by uWS's own test (a Connection header of five characters, or
-   * HTTP/1.0, which this build never serves): uWS then closes as soon as an answer is whole. Read
-   * where a body may be cut at a discard bound (see `sendLingering`).
-   */
+  /** The request asked for a close (`asksToClose`); read where a body may be cut at a discard bound (`sendLingering`). */
   closeAsked?: boolean;
   /** Called with the status once a whole response is sent (metrics for the operational routes). */
   onSent?: (status: number) => void;
@@ -80,6 +76,14 @@ const VISIBLE = /^[\x20-\x7e]*$/;
 /** Ids and group names as they are when they are printable ASCII (config ids are), else percent-encoded (an alias may be any text). */
 function headerValue(value: string): string {
   return VISIBLE.test(value) ? value : encodeURIComponent(value);
+}
+
+/**
+ * Whether uWS will close this connection as soon as an answer is whole: its own test, a Connection
+ * header of five characters (HTTP/1.0 counts too, but this build never serves it).
+ */
+export function asksToClose(req: HttpRequest): boolean {
+  return req.getHeader('connection').length === 5;
 }
 
 /**

@@ -11,7 +11,7 @@ import { payloadLength, type Payload } from '../../protocol/channel.js';
 import type { CallHandlers } from '../supervisor/worker-pool.js';
 import { collectBody, discardBody } from './body.js';
 import type { FrontContext } from './context.js';
-import { JSON_TYPE, send, sendBody, writeHead, type AfterAnswer, type Exchange } from './http.js';
+import { asksToClose, JSON_TYPE, send, sendBody, writeHead, type AfterAnswer, type Exchange } from './http.js';
 import type { KeptAlive } from './keepalive.js';
 import type { Interruptible } from './lifecycle.js';
 import type { RouteSpec } from './routes.js';
@@ -32,7 +32,7 @@ export function providerHandler(ctx: FrontContext, route: RouteSpec, op: Operati
     // uWS: the request object dies when this function returns, so read every header now.
     const contentLength = req.getHeader('content-length');
     const span = ctx.tracing === null ? null : ctx.tracing.begin(req, op, route.path, requestId);
-    const call = new ProviderCall(ctx, route, res, requestId, span, req.getHeader('connection').length === 5);
+    const call = new ProviderCall(ctx, route, res, requestId, span, asksToClose(req));
     // The server has refused a malformed Content-Length (a framing error); none means chunked or empty.
     const declared = contentLength === '' ? null : Number(contentLength);
     res.onAborted(() => call.onAborted());

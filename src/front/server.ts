@@ -8,7 +8,7 @@ import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import type { FrontContext } from './context.js';
 import { agentDescription, buildDocsHtml, buildManifest } from '../discovery/agent.js';
 import { discardBody } from './body.js';
-import { send, sendError, type Exchange } from './http.js';
+import { asksToClose, send, sendError, type Exchange } from './http.js';
 import * as ops from './operational.js';
 import { providerHandler } from './proxy.js';
 import { requestIdFrom } from './request-id.js';
@@ -96,7 +96,7 @@ function refuse(
 ): void {
   const length = req.getHeader('content-length');
   const bodyPending = (length !== '' && length !== '0') || req.getHeader('transfer-encoding') !== '';
-  const ex: Exchange = { res, requestId, aborted: false, started: false, closeAsked: req.getHeader('connection').length === 5 };
+  const ex: Exchange = { res, requestId, aborted: false, started: false, closeAsked: asksToClose(req) };
   const after = close ? 'close' : 'keep';
   if (!bodyPending) {
     sendError(ex, code, message, extra, after);
