@@ -3,6 +3,7 @@
 // bundle. A package in the wrong thread's start graph costs that thread its RSS and start
 // time: undici ~20 MB, zod ~11 MB per isolate.
 import { readdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -55,6 +56,19 @@ describe('what each thread loads at start (dist/, built by npm test)', () => {
     expect(entry).toContain(`import("./${chunk}")`);
     const staticImports = [...entry.matchAll(STATIC_IMPORT)].map(([, specifier]) => specifier);
     expect(staticImports).not.toContain(`./${chunk}`);
+  });
+
+  it("piscina loads a worker through dist/worker/entry.cjs: CommonJS, so piscina's require() never takes Node's require(esm) path (which aborted a CI process once); it imports entry.js and hands the attach task to entry.js's default export", async () => {
+    const require = createRequire(import.meta.url);
+    const loader = join(root, 'dist/worker/entry.cjs');
+    const attach = require(loader) as (task: unknown) => Promise<void>;
+    expect(typeof attach).toBe('function');
+    // A CommonJS module: required, it is in require's cache under its own (real) name, with no ES module namespace.
+    const cached = require.cache[require.resolve(loader)];
+    expect(cached?.loaded).toBe(true);
+    expect(Object.prototype.toString.call(cached?.exports)).not.toBe('[object Module]');
+    // What answers is entry.js's attach: a task of another protocol version is refused by it.
+    await expect(attach({ protocol: -1 })).rejects.toThrow(/protocol mismatch: front speaks -1/);
   });
 
   it("a provider worker bundles undici's Pool and what it needs, not undici's index (fetch, WebSocket, caches: 3× the load time)", () => {

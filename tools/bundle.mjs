@@ -4,7 +4,7 @@
 //                      `npm start` and the image run;
 //   dist/worker/       a provider worker (tsc's dist/workers/entry.js): entry.js, and the
 //                      chunks it imports on demand (the zod schemas, for a body the hand checks
-//                      do not pass).
+//                      do not pass); entry.cjs, what piscina loads (WORKER_LOADER, below).
 // Node 20's module loaders resolve, read and link every file one by one: ~300 for zod,
 // prom-client, pino and yaml in the front, ~60 for undici's Pool in a worker, ~15 for piscina.
 // Bundled, the front starts in 570 ms instead of 800 (1 worker, one core, 16 runs alternated).
@@ -57,6 +57,26 @@ const promClientLazyOtel = {
   },
 };
 
+/**
+ * The file piscina is given: CommonJS, so piscina's first try, require(), loads it as such, and the
+ * ES module entry.js is imported. Node 20.19+ would otherwise require() entry.js itself, as an ES
+ * module loaded synchronously (require(esm)): that path aborted a whole test process once in CI
+ * (Node 20.20.2, "FATAL ERROR: v8::Module::IsGraphAsync must be used on an instantiated module",
+ * from piscina's require of entry.js). Turning require(esm) off in the workers instead
+ * (--no-experimental-require-module) cost 1.8 MB of idle RSS: piscina's require then read and
+ * compiled entry.js as CommonJS before it failed. This loader costs 0.9 MB more than require(esm)
+ * (the ES module loader's own start), 3 fresh processes each. The import starts at once, beside the
+ * thread's start; an error in it reaches the attach task that awaits it, so the log names it.
+ */
+const WORKER_LOADER = `'use strict';
+// Written by tools/bundle.mjs: see WORKER_LOADER there.
+const entry = import('./entry.js');
+entry.catch(() => {}); // the attach task that awaits it reports the failure
+module.exports = async function attach(task) {
+  return (await entry).default(task);
+};
+`;
+
 /** Bundles tsc's output in `dir` (a build directory) into `dir`/server.js and `dir`/worker/. */
 export async function bundle(dir) {
   const front = await build({
@@ -90,4 +110,5 @@ export async function bundle(dir) {
     const text = file.path.endsWith('.js') ? file.text.replace(/[^\x00-\x7f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`) : file.text;
     writeFileSync(file.path, text);
   }
+  writeFileSync(join(dir, 'worker', 'entry.cjs'), WORKER_LOADER);
 }

@@ -142,7 +142,6 @@ export class WorkerPool {
       // A worker's garbage is short-lived (one request's buffers and objects): a small young
       // generation holds it as well as V8's default 48 MiB does, for a third of the memory.
       resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB },
-      ...(WORKER_EXEC_ARGV ? { execArgv: WORKER_EXEC_ARGV } : {}),
     });
     for (let index = 0; index < workers; index++) {
       const slot = { index, inFlight: 0, restarts: 0 } as Slot;
@@ -333,42 +332,33 @@ export class WorkerPool {
 
 let pinnedEntry: string | null = null;
 
+/** What piscina loads: tools/bundle.mjs's CommonJS loader of `entry.js` (why: WORKER_LOADER there). */
+const WORKER_ENTRY = 'entry.cjs';
+
 /**
  * Workers always run the bundled worker, `worker/entry.js` of the build this code came from
- * (tools/bundle.mjs), whether the front runs bundled (`<build>/server.js`) or from tsc's output
- * (`<build>/src/...`); from the sources (the tests), the build `dist/` points to now. The path is
+ * (tools/bundle.mjs), through the loader beside it, whether the front runs bundled
+ * (`<build>/server.js`) or from tsc's output (`<build>/src/...`); from the sources (the tests), the build `dist/` points to now. The path is
  * resolved once, through the `dist` symlink (tools/build.mjs), so a worker that restarts after
  * a rebuild runs the same build as the front, never a newer one.
  *
- * The entry file stays open for the life of the process: tools/build.mjs removes an old build
+ * The loader file stays open for the life of the process: tools/build.mjs removes an old build
  * only when no process holds a file of it open, so a running gateway keeps its build.
  */
-/**
- * Piscina loads a worker's entry with require() first, and Node 20.19+ lets require() load an ES
- * module synchronously. That path aborted a whole process once in CI (Node 20.20.2, "FATAL ERROR:
- * v8::Module::IsGraphAsync must be used on an instantiated module", from piscina's require of the
- * entry; Node's own loader notes that its synchronous path "cannot fully handle" a module not yet
- * instantiated). With require(esm) off in the workers, piscina's require throws ERR_REQUIRE_ESM and
- * it imports the entry instead, as it did before Node had require(esm). The flag is only passed
- * where this Node knows it, and alone: a Worker refuses V8 options in its execArgv (npm start's
- * are V8's and process-wide), and without execArgv it inherits the parent's.
- */
-const WORKER_EXEC_ARGV = process.allowedNodeEnvironmentFlags.has('--no-experimental-require-module') ? ['--no-experimental-require-module'] : undefined;
-
 function workerEntryPath(): string {
   if (pinnedEntry !== null) return pinnedEntry;
   let dir = dirname(fileURLToPath(import.meta.url));
-  let entry = join(dir, 'worker', 'entry.js');
+  let entry = join(dir, 'worker', WORKER_ENTRY);
   while (!existsSync(entry)) {
     if (existsSync(join(dir, 'package.json'))) {
-      entry = join(dir, 'dist', 'worker', 'entry.js');
+      entry = join(dir, 'dist', 'worker', WORKER_ENTRY);
       if (!existsSync(entry)) throw new Error(`worker entry ${entry} is missing: run "npm run build" first`);
       break;
     }
     const parent = dirname(dir);
     if (parent === dir) throw new Error('cannot find the package root to locate the worker entry');
     dir = parent;
-    entry = join(dir, 'worker', 'entry.js');
+    entry = join(dir, 'worker', WORKER_ENTRY);
   }
   pinnedEntry = realpathSync(entry);
   openSync(pinnedEntry, 'r'); // never closed: the build's lease (above)
