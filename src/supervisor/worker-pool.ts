@@ -64,12 +64,29 @@ const REPLY_RING_BYTES = 4 * 1024 * 1024;
  */
 const CALL_RING_BYTES = 256 * 1024;
 
+/**
+ * A worker that dies young is restarted later each time: at once the first time, then after
+ * 100 ms, doubling up to 10 s, until one lives 10 s. A worker that cannot start (a broken
+ * build, a bug at start) would otherwise be replaced in a tight loop: a thread start, 4.3 MB of
+ * rings and an error line every few milliseconds (1.2 GB of RSS within seconds, measured).
+ */
+const FIRST_RESTART_DELAY_MS = 100;
+const MAX_RESTART_DELAY_MS = 10_000;
+const STABLE_LIFE_MS = 10_000;
+
 interface Slot {
   readonly index: number;
+  /** Frames sent while the slot's worker is (re)starting wait in the port until it attaches. */
   port: FrameSender<ToWorker>;
   inFlight: number;
   /** Times this slot's worker died and was replaced. */
   restarts: number;
+  /** Deaths in a row of workers that lived less than STABLE_LIFE_MS. */
+  youngDeaths: number;
+  /** performance.now() when the slot's worker was last asked to attach. */
+  attachedAt: number;
+  /** The pending restart of a worker that died young. */
+  restartTimer: NodeJS.Timeout | null;
 }
 
 interface Pending {
@@ -105,17 +122,18 @@ export class WorkerPool {
    * thread (no thread hop: on a one-core pod a hop's wake-ups cost more
    * than the JSON work it moves off the front).
    */
-  static async start(size: number, routing: RoutingConfig, log: Logger, deployments: DeploymentSlots): Promise<WorkerPool> {
+  static async start(size: number, routing: RoutingConfig, log: Logger, deployments: DeploymentSlots, entry?: string): Promise<WorkerPool> {
     // The session (undici, the providers) is loaded on the front thread only when it runs there:
     // with worker threads the front never calls a provider, and undici alone is ~20 MB of RSS.
-    return new WorkerPool(size === 0 ? (await import('../../workers/session.js')).WorkerSession : size, routing, log, deployments);
+    return new WorkerPool(size === 0 ? (await import('../../workers/session.js')).WorkerSession : size, routing, log, deployments, entry);
   }
 
   /**
    * `workers`: how many worker threads, or the session class to run inline on this thread.
    * `deployments`: the shared deployment state every session routes by (worker i is its worker i).
+   * `entry`: the file piscina loads; by default the build's (workerEntryPath).
    */
-  private constructor(workers: number | SessionConstructor, routing: RoutingConfig, log: Logger, deployments: DeploymentSlots) {
+  private constructor(workers: number | SessionConstructor, routing: RoutingConfig, log: Logger, deployments: DeploymentSlots, entry?: string) {
     this.#routing = routing;
     this.#log = log;
     this.#deployments = deployments;
@@ -123,7 +141,7 @@ export class WorkerPool {
       const InlineSession = workers;
       this.#piscina = null;
       const { a, b } = localChannel<FromWorker, ToWorker>();
-      const slot = { index: 0, inFlight: 0, restarts: 0 } as Slot;
+      const slot = { index: 0, inFlight: 0, restarts: 0, youngDeaths: 0, attachedAt: 0, restartTimer: null } as Slot;
       slot.port = a((frame, payload) => this.#onFrame(frame, payload));
       new InlineSession(b, routing, { memory: deployments.memory, worker: 0 });
       this.#slots.push(slot);
@@ -132,7 +150,7 @@ export class WorkerPool {
     // Before the threads exist: their isolates then free lent buffers at once (protocol/channel.ts).
     enableTransferInNewIsolates();
     this.#piscina = new Piscina({
-      filename: workerEntryPath(),
+      filename: entry ?? workerEntryPath(),
       minThreads: workers,
       maxThreads: workers,
       // Each worker runs exactly one (lifelong) attach task; requests are frames, not tasks.
@@ -144,9 +162,9 @@ export class WorkerPool {
       resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB },
     });
     for (let index = 0; index < workers; index++) {
-      const slot = { index, inFlight: 0, restarts: 0 } as Slot;
+      const slot = { index, inFlight: 0, restarts: 0, youngDeaths: 0, attachedAt: 0, restartTimer: null } as Slot;
       this.#slots.push(slot);
-      this.#attach(slot);
+      this.#attach(slot, 0);
     }
   }
 
@@ -238,28 +256,42 @@ export class WorkerPool {
 
   async close(): Promise<void> {
     this.#closing = true;
-    for (const slot of this.#slots) slot.port.close();
+    for (const slot of this.#slots) {
+      if (slot.restartTimer !== null) clearTimeout(slot.restartTimer);
+      slot.port.close();
+    }
     await this.#piscina?.destroy();
   }
 
-  #attach(slot: Slot): void {
+  /** Gives the slot a new port now and its worker the other end after `delayMs`; calls sent meanwhile wait in the port. */
+  #attach(slot: Slot, delayMs: number): void {
     const { port1, port2 } = new MessageChannel();
     const replies = ringMemory(REPLY_RING_BYTES);
     const calls = ringMemory(CALL_RING_BYTES);
     const rings = { borrowFrom: new RingReader(replies), lendInto: new RingWriter(calls) };
     slot.port = new FramePort<FromWorker, ToWorker>(port1, (frame, payload) => this.#onFrame(frame, payload), rings);
-    const state = { memory: this.#deployments.memory, worker: slot.index };
-    const task: AttachTask = { protocol: PROTOCOL_VERSION, port: port2 as unknown as AttachTask['port'], replies, calls, routing: this.#routing, state };
-    (this.#piscina as Piscina).run(task, { transferList: [port2] as never }).then(
-      () => this.#detached(slot, null),
-      (err: unknown) => this.#detached(slot, err),
-    );
+    const run = () => {
+      slot.restartTimer = null;
+      slot.attachedAt = performance.now();
+      const state = { memory: this.#deployments.memory, worker: slot.index };
+      // The routing of now: a reload while the slot waited also sent its config frame into the port, which comes after.
+      const task: AttachTask = { protocol: PROTOCOL_VERSION, port: port2 as unknown as AttachTask['port'], replies, calls, routing: this.#routing, state };
+      (this.#piscina as Piscina).run(task, { transferList: [port2] as never }).then(
+        () => this.#detached(slot, null),
+        (err: unknown) => this.#detached(slot, err),
+      );
+    };
+    if (delayMs === 0) run();
+    else slot.restartTimer = setTimeout(run, delayMs);
   }
 
   /** A worker's attach task ended: it died, or the pool is closing. */
   #detached(slot: Slot, err: unknown): void {
     if (this.#closing) return;
-    this.#log.error({ event: 'worker_died', worker: slot.index, err: err instanceof Error ? err.message : String(err) }, 'provider worker stopped; replacing it');
+    slot.youngDeaths = performance.now() - slot.attachedAt < STABLE_LIFE_MS ? slot.youngDeaths + 1 : 1;
+    const delayMs = slot.youngDeaths <= 1 ? 0 : Math.min(MAX_RESTART_DELAY_MS, FIRST_RESTART_DELAY_MS * 2 ** (slot.youngDeaths - 2));
+    const message = delayMs === 0 ? 'provider worker stopped; replacing it' : `provider worker stopped (${slot.youngDeaths} young deaths in a row); replacing it in ${delayMs} ms`;
+    this.#log.error({ event: 'worker_died', worker: slot.index, err: err instanceof Error ? err.message : String(err), deaths_in_a_row: slot.youngDeaths, restart_in_ms: delayMs }, message);
     slot.restarts++;
     // What it held in the shared deployment state (calls in flight, a half-open trial) is given back for it.
     this.#deployments.states.takeBack(slot.index);
@@ -269,7 +301,7 @@ export class WorkerPool {
       pending.handlers.fail({ t: 'fail', id, code: 'worker_crashed', message: 'the worker handling this request stopped', labels: null, headers: [], deployment: null, attempts: 0, fallback: null, waitedMs: 0 });
     }
     slot.port.close();
-    this.#attach(slot);
+    this.#attach(slot, delayMs);
   }
 
   #onFrame(frame: FromWorker, payload: Payload | undefined): void {

@@ -1,0 +1,108 @@
+/**
+ * The pool's restarts (src/supervisor/worker-pool.ts): a worker that dies young is restarted
+ * later each time, and calls sent while it is down wait for the one that attaches. Real piscina
+ * threads, with loaders written here in front of the real worker entry.
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { Writable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import { parseConfig } from '../config/load.js';
+import { createLogger } from '../logging.js';
+import { DeploymentSlots } from './deployment-slots.js';
+import { WorkerPool } from './worker-pool.js';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '../..');
+/** The build's own loader (tools/bundle.mjs), resolved through the dist symlink. */
+const realLoader = createRequire(import.meta.url).resolve(join(root, 'dist/worker/entry.cjs'));
+
+interface LogLine {
+  event?: string;
+  restart_in_ms?: number;
+  deaths_in_a_row?: number;
+  err?: string;
+}
+
+async function startPool(loaderSource: string): Promise<{ pool: WorkerPool; lines: LogLine[] }> {
+  const dir = mkdtempSync(join(tmpdir(), 'switchyard-pool-'));
+  const entry = join(dir, 'loader.cjs');
+  writeFileSync(entry, loaderSource.replaceAll('$DIR', JSON.stringify(dir)).replaceAll('$REAL', JSON.stringify(realLoader)));
+  const lines: LogLine[] = [];
+  const log = createLogger('info', new Writable({ write: (chunk: Buffer, _e, done) => (lines.push(JSON.parse(String(chunk)) as LogLine), done()) }));
+  const config = parseConfig('model_list:\n  - model_name: chat\n    params: { model: mock/m }\n', 'pool.yaml', {});
+  const deployments = new DeploymentSlots(config.routing.aliases.length, 1);
+  deployments.assign(config.routing);
+  return { pool: await WorkerPool.start(1, config.routing, log, deployments, entry), lines };
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const deaths = (lines: LogLine[]) => lines.filter((l) => l.event === 'worker_died');
+
+describe('worker restarts', () => {
+  let pool: WorkerPool | undefined;
+  afterEach(async () => {
+    await pool?.close();
+    pool = undefined;
+  });
+
+  it('a worker that cannot start is restarted at once, then after 100, 200, 400, 800 ms: not in a tight loop', async () => {
+    const started = await startPool(`module.exports = async function attach() { throw new Error('broken at start'); };\n`);
+    pool = started.pool;
+    await sleep(1_700);
+    const died = deaths(started.lines);
+    // 0 + 0 + 100 + 200 + 400 + 800 ms of waits: six deaths by 1.5 s, the seventh not before 3.1 s.
+    expect(died.length).toBeGreaterThanOrEqual(5);
+    expect(died.length).toBeLessThanOrEqual(6);
+    expect(died.map((l) => l.restart_in_ms)).toEqual([0, 100, 200, 400, 800, 1600].slice(0, died.length));
+    expect(died.map((l) => l.deaths_in_a_row)).toEqual([1, 2, 3, 4, 5, 6].slice(0, died.length));
+    expect(died.every((l) => l.err === 'broken at start')).toBe(true);
+    expect(pool.stats().restarts).toBe(died.length);
+    // Closed while a restart waits: nothing starts after.
+    await pool.close();
+    pool = undefined;
+    const after = died.length;
+    await sleep(1_000);
+    expect(deaths(started.lines)).toHaveLength(after);
+  });
+
+  it('a call and a ping sent while a worker that died young waits for its restart are answered by the worker that attaches', async () => {
+    // The first three starts fail (counted in a file: a new thread would not see a module's count), then the real entry serves.
+    const started = await startPool(`
+const { readFileSync, writeFileSync } = require('node:fs');
+const count = require('node:path').join($DIR, 'starts');
+module.exports = async function attach(task) {
+  let n = 0;
+  try { n = Number(readFileSync(count, 'utf8')); } catch {}
+  writeFileSync(count, String(n + 1));
+  if (n < 3) throw new Error('not yet');
+  return require($REAL)(task);
+};
+`);
+    pool = started.pool;
+    for (let waited = 0; deaths(started.lines).length < 3 && waited < 5_000; waited += 5) await sleep(5);
+    expect(deaths(started.lines).map((l) => l.restart_in_ms)).toEqual([0, 100, 200]);
+    // Sent during the 200 ms wait: they go into the port the next worker attaches to.
+    const sentAt = performance.now();
+    const answered = new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const body = Buffer.from(JSON.stringify({ model: 'chat', messages: [{ role: 'user', content: 'hi' }] }));
+      pool!.call('chat', 'req-1', body, {
+        reply: (frame, payload) => resolve({ status: frame.status, body: Buffer.concat((Array.isArray(payload) ? payload : [payload]) as Uint8Array[]).toString() }),
+        head: () => reject(new Error('a stream')),
+        data: () => undefined,
+        end: () => reject(new Error('a stream')),
+        fail: (frame) => reject(new Error(`failed: ${frame.code}`)),
+      }, null);
+    });
+    const [ms] = await pool.ping(5_000);
+    expect(ms).not.toBeNull();
+    const reply = await answered;
+    expect(reply.status).toBe(200);
+    expect(JSON.parse(reply.body)).toMatchObject({ object: 'chat.completion', choices: [{ message: { role: 'assistant' } }] });
+    expect(performance.now() - sentAt).toBeGreaterThanOrEqual(150);
+    expect(deaths(started.lines)).toHaveLength(3);
+    expect(pool.stats()).toMatchObject({ restarts: 3, inFlight: 0 });
+  });
+});
