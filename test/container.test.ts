@@ -461,6 +461,7 @@ describe('the image, built from the Dockerfile and run without Docker', { timeou
     const app = join(runtime.root, runtime.workdir);
     expect(existsSync(join(app, 'dist/server.js'))).toBe(true);
     expect(existsSync(join(app, 'dist/worker/entry.js'))).toBe(true);
+    expect(existsSync(join(app, 'dist/worker/entry.cjs')), 'the loader piscina is given').toBe(true);
     expect(existsSync(join(app, 'src')), 'no TypeScript sources in the runtime image').toBe(false);
     for (const dep of Object.keys(PKG.dependencies ?? {})) expect(existsSync(join(app, 'node_modules', dep, 'package.json')), `dependency ${dep}`).toBe(true);
     for (const dep of Object.keys(PKG.devDependencies ?? {})) expect(existsSync(join(app, 'node_modules', dep)), `devDependency ${dep}`).toBe(false);
