@@ -26,7 +26,7 @@ import type { RoutingConfig, Upstream } from './config.js';
 import type { ChannelEnd } from './channel.js';
 import type { DeploymentStateMemory } from './deployment-state.js';
 
-export const PROTOCOL_VERSION = 7;
+export const PROTOCOL_VERSION = 8;
 
 /**
  * The provider operations a worker serves. `responses` is the OpenAI
@@ -191,6 +191,7 @@ export interface FailFrame extends RoutingFacts {
   readonly trace?: SpanFacts;
 }
 export interface PongFrame { readonly t: 'pong'; readonly id: number }
+
 /** The answer to a probe: the HTTP status the upstream gave, or why there was none. */
 export interface ProbedFrame {
   readonly t: 'probed';
@@ -264,6 +265,18 @@ export interface AttemptSpan {
 }
 
 export type FromWorker = ReplyFrame | HeadFrame | DataFrame | EndFrame | FailFrame | PongFrame | ProbedFrame | NoticeFrame | FaultFrame | SpansFrame;
+
+/**
+ * Posted by a worker to piscina's parent port once it is attached (piscina emits it as the pool's
+ * 'message' event): which slot's worker runs on which thread, so that the front can stop a thread
+ * that stops answering. Not a frame: a frame waits for its port's batch, which a worker that hangs
+ * at its first call never sends.
+ */
+export interface WorkerHello {
+  readonly t: 'switchyard.hello';
+  readonly worker: number;
+  readonly thread: number;
+}
 
 /** The data a front thread hands a worker when it attaches to it (a piscina task). */
 export interface AttachTask {

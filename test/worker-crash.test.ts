@@ -3,7 +3,8 @@
  * the request it held gets 502 worker_crashed, the pool replaces the
  * worker, calls on the other worker complete, /health reports the restart.
  * An adapter that throws into its call (a bug) costs that call a 500 and
- * nothing else, and the log gets the cause under the request's id.
+ * nothing else, and the log gets the cause under the request's id. A worker
+ * stuck in a loop is stopped after 10 s of silence and replaced.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { startTestGateway, type TestGateway } from './support/gateway.js';
@@ -16,6 +17,8 @@ model_list:
     params: { model: mock/exit, mock_fault: exit }
   - model_name: throw
     params: { model: mock/throw, mock_fault: throw }
+  - model_name: hang
+    params: { model: mock/hang, mock_fault: hang }
   - model_name: slow
     params: { model: mock/slow, mock_latency_ms: 400 }
   - model_name: fast
@@ -79,4 +82,21 @@ describe('worker crash', () => {
       expect((await chat(gw, 'fast')).status).toBe(200);
     });
   }
+
+  it('a worker stuck in a loop: /ready turns 503 while it is silent; after 10 s it is stopped and replaced, its caller gets 502 worker_crashed, the other worker serves throughout', async () => {
+    gw = await startTestGateway({ yaml, workers: 2 });
+    const stuck = chat(gw, 'hang');
+    await new Promise((r) => setTimeout(r, 300));
+    expect((await chat(gw, 'fast')).status).toBe(200);
+    await expect.poll(async () => (await gw!.fetch('/ready', { auth: false })).status, { timeout: 8_000, interval: 500 }).toBe(503);
+    const res = await stuck;
+    expect(res.status).toBe(502);
+    expect(await res.json()).toMatchObject({ error: { code: 'worker_crashed' } });
+    const stalled = gw.logs().find((l) => l.event === 'worker_stalled') as Record<string, unknown> | undefined;
+    expect(stalled?.silent_ms).toBeGreaterThanOrEqual(10_000);
+    await expect.poll(async () => (await gw!.fetch('/ready', { auth: false })).status, { timeout: 8_000, interval: 250 }).toBe(200);
+    const after = await Promise.all(Array.from({ length: 4 }, () => chat(gw!, 'fast')));
+    expect(after.map((r) => r.status)).toEqual([200, 200, 200, 200]);
+    expect(gw.gateway.context.pool.stats().restarts).toBe(1);
+  }, 40_000);
 });

@@ -6,8 +6,9 @@
  * costs a task round trip and a channel set-up). Piscina still owns the
  * threads: it starts them, and replaces one that dies.
  */
+import { parentPort, threadId } from 'node:worker_threads';
 import { FramePort } from '../protocol/frame-port.js';
-import { PROTOCOL_VERSION, type AttachTask, type FromWorker, type ToWorker } from '../protocol/frames.js';
+import { PROTOCOL_VERSION, type AttachTask, type FromWorker, type ToWorker, type WorkerHello } from '../protocol/frames.js';
 import { RingReader, RingWriter } from '../protocol/shared-ring.js';
 import { WorkerSession } from './session.js';
 
@@ -17,6 +18,8 @@ export default function attach(task: AttachTask): Promise<void> {
   }
   const rings = { lendInto: new RingWriter(task.replies), borrowFrom: new RingReader(task.calls) };
   new WorkerSession((onFrame) => new FramePort<ToWorker, FromWorker>(task.port, onFrame, rings), task.routing, task.state);
+  const hello: WorkerHello = { t: 'switchyard.hello', worker: task.state.worker, thread: threadId };
+  parentPort?.postMessage(hello);
   // The task lasts as long as the port: the front closes it when the pool closes.
   return new Promise((resolve) => task.port.once('close', () => resolve()));
 }

@@ -20,22 +20,50 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '../..');
 const realLoader = createRequire(import.meta.url).resolve(join(root, 'dist/worker/entry.cjs'));
 
 interface LogLine {
+  silent_ms?: number;
   event?: string;
   restart_in_ms?: number;
   deaths_in_a_row?: number;
   err?: string;
 }
 
-async function startPool(loaderSource: string): Promise<{ pool: WorkerPool; lines: LogLine[] }> {
-  const dir = mkdtempSync(join(tmpdir(), 'switchyard-pool-'));
-  const entry = join(dir, 'loader.cjs');
-  writeFileSync(entry, loaderSource.replaceAll('$DIR', JSON.stringify(dir)).replaceAll('$REAL', JSON.stringify(realLoader)));
+const YAML = `
+model_list:
+  - model_name: chat
+    params: { model: mock/m }
+  - model_name: hang
+    params: { model: mock/hang, mock_fault: hang }
+`;
+
+/** A pool of real worker threads; `loaderSource`: a loader in front of the build's (\$DIR: a scratch directory, \$REAL: the real loader), else the build's own. */
+async function startPool(loaderSource: string | null, options: { workers?: number; stallMs?: number } = {}): Promise<{ pool: WorkerPool; lines: LogLine[] }> {
+  let entry: string | undefined;
+  if (loaderSource !== null) {
+    const dir = mkdtempSync(join(tmpdir(), 'switchyard-pool-'));
+    entry = join(dir, 'loader.cjs');
+    writeFileSync(entry, loaderSource.replaceAll('$DIR', JSON.stringify(dir)).replaceAll('$REAL', JSON.stringify(realLoader)));
+  }
   const lines: LogLine[] = [];
   const log = createLogger('info', new Writable({ write: (chunk: Buffer, _e, done) => (lines.push(JSON.parse(String(chunk)) as LogLine), done()) }));
-  const config = parseConfig('model_list:\n  - model_name: chat\n    params: { model: mock/m }\n', 'pool.yaml', {});
-  const deployments = new DeploymentSlots(config.routing.aliases.length, 1);
+  const config = parseConfig(YAML, 'pool.yaml', {});
+  const workers = options.workers ?? 1;
+  const deployments = new DeploymentSlots(config.routing.aliases.length, workers);
   deployments.assign(config.routing);
-  return { pool: await WorkerPool.start(1, config.routing, log, deployments, entry), lines };
+  return { pool: await WorkerPool.start(workers, config.routing, log, deployments, { entry, stallMs: options.stallMs }), lines };
+}
+
+/** A chat call through the pool: its answer's status and body, or the code it failed with. */
+function chat(pool: WorkerPool, model: string): Promise<{ status: number; body: string } | { failed: string }> {
+  return new Promise((resolve, reject) => {
+    const body = Buffer.from(JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }] }));
+    pool.call('chat', `req-${model}`, body, {
+      reply: (frame, payload) => resolve({ status: frame.status, body: Buffer.concat((Array.isArray(payload) ? payload : [payload]) as Uint8Array[]).toString() }),
+      head: () => reject(new Error('a stream')),
+      data: () => undefined,
+      end: () => reject(new Error('a stream')),
+      fail: (frame) => resolve({ failed: frame.code }),
+    }, null);
+  });
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -86,23 +114,40 @@ module.exports = async function attach(task) {
     expect(deaths(started.lines).map((l) => l.restart_in_ms)).toEqual([0, 100, 200]);
     // Sent during the 200 ms wait: they go into the port the next worker attaches to.
     const sentAt = performance.now();
-    const answered = new Promise<{ status: number; body: string }>((resolve, reject) => {
-      const body = Buffer.from(JSON.stringify({ model: 'chat', messages: [{ role: 'user', content: 'hi' }] }));
-      pool!.call('chat', 'req-1', body, {
-        reply: (frame, payload) => resolve({ status: frame.status, body: Buffer.concat((Array.isArray(payload) ? payload : [payload]) as Uint8Array[]).toString() }),
-        head: () => reject(new Error('a stream')),
-        data: () => undefined,
-        end: () => reject(new Error('a stream')),
-        fail: (frame) => reject(new Error(`failed: ${frame.code}`)),
-      }, null);
-    });
+    const answered = chat(pool, 'chat');
     const [ms] = await pool.ping(5_000);
     expect(ms).not.toBeNull();
     const reply = await answered;
-    expect(reply.status).toBe(200);
-    expect(JSON.parse(reply.body)).toMatchObject({ object: 'chat.completion', choices: [{ message: { role: 'assistant' } }] });
+    expect(reply).toMatchObject({ status: 200 });
+    expect(JSON.parse((reply as { body: string }).body)).toMatchObject({ object: 'chat.completion', choices: [{ message: { role: 'assistant' } }] });
     expect(performance.now() - sentAt).toBeGreaterThanOrEqual(150);
     expect(deaths(started.lines)).toHaveLength(3);
     expect(pool.stats()).toMatchObject({ restarts: 3, inFlight: 0 });
+  });
+
+  it('a worker stuck in a loop stops answering pings: after stallMs it is stopped and replaced, its call fails with worker_crashed, the other worker serves throughout', async () => {
+    const started = await startPool(null, { workers: 2, stallMs: 1_000 });
+    pool = started.pool;
+    expect((await pool.ping(2_000)).every((ms) => ms !== null)).toBe(true);
+    const stuckAt = performance.now();
+    const stuck = chat(pool, 'hang');
+    await sleep(300);
+    // The other worker (least busy) answers while the first one loops.
+    expect(await chat(pool, 'chat')).toMatchObject({ status: 200 });
+    expect((await pool.ping(300)).filter((ms) => ms === null)).toHaveLength(1);
+    expect(await stuck).toEqual({ failed: 'worker_crashed' });
+    const stoppedAfter = performance.now() - stuckAt;
+    expect(stoppedAfter).toBeGreaterThanOrEqual(1_000);
+    expect(stoppedAfter).toBeLessThan(4_000);
+    const stalled = started.lines.filter((l) => l.event === 'worker_stalled');
+    expect(stalled).toHaveLength(1);
+    expect(stalled[0]?.silent_ms).toBeGreaterThanOrEqual(1_000);
+    expect(deaths(started.lines)).toHaveLength(1);
+    // The replacement answers, and both workers serve calls again.
+    for (let waited = 0; (await pool.ping(500)).some((ms) => ms === null) && waited < 5_000; waited += 500);
+    expect((await pool.ping(2_000)).every((ms) => ms !== null)).toBe(true);
+    const after = await Promise.all([chat(pool, 'chat'), chat(pool, 'chat'), chat(pool, 'chat'), chat(pool, 'chat')]);
+    expect(after.every((r) => 'status' in r && r.status === 200)).toBe(true);
+    expect(pool.stats()).toMatchObject({ restarts: 1, inFlight: 0 });
   });
 });

@@ -34,6 +34,7 @@ import {
   type SpansFrame,
   type ToWorker,
   type TraceContext,
+  type WorkerHello,
 } from '../../protocol/frames.js';
 
 /** What the front does with a call's answer; exactly one of reply/end/fail ends it. */
@@ -71,6 +72,14 @@ const CALL_RING_BYTES = 256 * 1024;
  * rings and an error line every few milliseconds (1.2 GB of RSS within seconds, measured).
  */
 const FIRST_RESTART_DELAY_MS = 100;
+/**
+ * A worker thread that has not answered a ping for this long is stopped (terminate(), which ends
+ * even a loop that never yields) and replaced like one that died: the pod's liveness probe asks
+ * the front thread only, so nothing else would ever replace a thread stuck in a loop, and with
+ * one worker the pod would stay up and unready for good. Pings go every HEARTBEAT_MS.
+ */
+const DEFAULT_STALL_MS = 10_000;
+const HEARTBEAT_MS = 1_000;
 const MAX_RESTART_DELAY_MS = 10_000;
 const STABLE_LIFE_MS = 10_000;
 
@@ -87,6 +96,16 @@ interface Slot {
   attachedAt: number;
   /** The pending restart of a worker that died young. */
   restartTimer: NodeJS.Timeout | null;
+  /** The thread id of the slot's worker once it said hello; 0 while it starts, waits or is being stopped. */
+  thread: number;
+  /** performance.now() of the worker's hello or its last answer to a heartbeat ping. */
+  answeredAt: number;
+}
+
+/** Test seams: the file piscina loads, and how long a silent worker is given. */
+export interface PoolOptions {
+  readonly entry?: string;
+  readonly stallMs?: number;
 }
 
 interface Pending {
@@ -114,6 +133,9 @@ export class WorkerPool {
   #routing: RoutingConfig;
   #nextId = 1;
   #closing = false;
+  /** Worker threads only: the pings that find a stuck worker. */
+  #heartbeat: NodeJS.Timeout | null = null;
+  #stallMs = DEFAULT_STALL_MS;
   /** Tracing on: where the workers' attempt reports go (src/tracing/). */
   onSpans: ((frame: SpansFrame) => void) | null = null;
 
@@ -122,18 +144,18 @@ export class WorkerPool {
    * thread (no thread hop: on a one-core pod a hop's wake-ups cost more
    * than the JSON work it moves off the front).
    */
-  static async start(size: number, routing: RoutingConfig, log: Logger, deployments: DeploymentSlots, entry?: string): Promise<WorkerPool> {
+  static async start(size: number, routing: RoutingConfig, log: Logger, deployments: DeploymentSlots, options: PoolOptions = {}): Promise<WorkerPool> {
     // The session (undici, the providers) is loaded on the front thread only when it runs there:
     // with worker threads the front never calls a provider, and undici alone is ~20 MB of RSS.
-    return new WorkerPool(size === 0 ? (await import('../../workers/session.js')).WorkerSession : size, routing, log, deployments, entry);
+    return new WorkerPool(size === 0 ? (await import('../../workers/session.js')).WorkerSession : size, routing, log, deployments, options);
   }
 
   /**
    * `workers`: how many worker threads, or the session class to run inline on this thread.
    * `deployments`: the shared deployment state every session routes by (worker i is its worker i).
-   * `entry`: the file piscina loads; by default the build's (workerEntryPath).
+   * `options.entry`: the file piscina loads, by default the build's (workerEntryPath); `options.stallMs`: DEFAULT_STALL_MS.
    */
-  private constructor(workers: number | SessionConstructor, routing: RoutingConfig, log: Logger, deployments: DeploymentSlots, entry?: string) {
+  private constructor(workers: number | SessionConstructor, routing: RoutingConfig, log: Logger, deployments: DeploymentSlots, options: PoolOptions) {
     this.#routing = routing;
     this.#log = log;
     this.#deployments = deployments;
@@ -141,7 +163,7 @@ export class WorkerPool {
       const InlineSession = workers;
       this.#piscina = null;
       const { a, b } = localChannel<FromWorker, ToWorker>();
-      const slot = { index: 0, inFlight: 0, restarts: 0, youngDeaths: 0, attachedAt: 0, restartTimer: null } as Slot;
+      const slot = { index: 0, inFlight: 0, restarts: 0, youngDeaths: 0, attachedAt: 0, restartTimer: null, thread: 0, answeredAt: 0 } as Slot;
       slot.port = a((frame, payload) => this.#onFrame(frame, payload));
       new InlineSession(b, routing, { memory: deployments.memory, worker: 0 });
       this.#slots.push(slot);
@@ -150,7 +172,7 @@ export class WorkerPool {
     // Before the threads exist: their isolates then free lent buffers at once (protocol/channel.ts).
     enableTransferInNewIsolates();
     this.#piscina = new Piscina({
-      filename: entry ?? workerEntryPath(),
+      filename: options.entry ?? workerEntryPath(),
       minThreads: workers,
       maxThreads: workers,
       // Each worker runs exactly one (lifelong) attach task; requests are frames, not tasks.
@@ -162,10 +184,14 @@ export class WorkerPool {
       resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB },
     });
     for (let index = 0; index < workers; index++) {
-      const slot = { index, inFlight: 0, restarts: 0, youngDeaths: 0, attachedAt: 0, restartTimer: null } as Slot;
+      const slot = { index, inFlight: 0, restarts: 0, youngDeaths: 0, attachedAt: 0, restartTimer: null, thread: 0, answeredAt: 0 } as Slot;
       this.#slots.push(slot);
       this.#attach(slot, 0);
     }
+    this.#piscina.on('message', (message: unknown) => this.#hello(message));
+    this.#stallMs = options.stallMs ?? DEFAULT_STALL_MS;
+    this.#heartbeat = setInterval(() => this.#beat(), Math.min(HEARTBEAT_MS, this.#stallMs / 2));
+    this.#heartbeat.unref();
   }
 
   get size(): number {
@@ -256,6 +282,7 @@ export class WorkerPool {
 
   async close(): Promise<void> {
     this.#closing = true;
+    if (this.#heartbeat !== null) clearInterval(this.#heartbeat);
     for (const slot of this.#slots) {
       if (slot.restartTimer !== null) clearTimeout(slot.restartTimer);
       slot.port.close();
@@ -269,6 +296,7 @@ export class WorkerPool {
     const replies = ringMemory(REPLY_RING_BYTES);
     const calls = ringMemory(CALL_RING_BYTES);
     const rings = { borrowFrom: new RingReader(replies), lendInto: new RingWriter(calls) };
+    slot.thread = 0;
     slot.port = new FramePort<FromWorker, ToWorker>(port1, (frame, payload) => this.#onFrame(frame, payload), rings);
     const run = () => {
       slot.restartTimer = null;
@@ -285,9 +313,40 @@ export class WorkerPool {
     else slot.restartTimer = setTimeout(run, delayMs);
   }
 
+  /** A worker attached (workers/entry.ts): its slot learns its thread; a late word from a thread already replaced is ignored. */
+  #hello(message: unknown): void {
+    const hello = message as WorkerHello | null;
+    if (hello?.t !== 'switchyard.hello') return;
+    const slot = this.#slots[hello.worker];
+    if (slot === undefined || slot.thread !== 0 || slot.restartTimer !== null) return;
+    slot.thread = hello.thread;
+    slot.answeredAt = performance.now();
+  }
+
+  /** Every HEARTBEAT_MS: a ping to each worker that said hello; one silent for stallMs is stopped. */
+  #beat(): void {
+    const now = performance.now();
+    for (const slot of this.#slots) {
+      if (slot.thread === 0) continue;
+      if (now - slot.answeredAt < this.#stallMs) {
+        void this.#ask(slot, this.#stallMs, (id) => ({ t: 'ping', id })).then((pong) => {
+          if (pong !== null) slot.answeredAt = Math.max(slot.answeredAt, performance.now());
+        });
+        continue;
+      }
+      const silentMs = Math.round(now - slot.answeredAt);
+      const thread = (this.#piscina as Piscina).threads.find((w) => w.threadId === slot.thread);
+      slot.thread = 0;
+      this.#log.error({ event: 'worker_stalled', worker: slot.index, silent_ms: silentMs }, `provider worker ${slot.index} has not answered for ${silentMs} ms; stopping it`);
+      // Its exit rejects the attach task: the worker is then replaced like one that died, its calls failed.
+      void thread?.terminate();
+    }
+  }
+
   /** A worker's attach task ended: it died, or the pool is closing. */
   #detached(slot: Slot, err: unknown): void {
     if (this.#closing) return;
+    slot.thread = 0;
     slot.youngDeaths = performance.now() - slot.attachedAt < STABLE_LIFE_MS ? slot.youngDeaths + 1 : 1;
     const delayMs = slot.youngDeaths <= 1 ? 0 : Math.min(MAX_RESTART_DELAY_MS, FIRST_RESTART_DELAY_MS * 2 ** (slot.youngDeaths - 2));
     const message = delayMs === 0 ? 'provider worker stopped; replacing it' : `provider worker stopped (${slot.youngDeaths} young deaths in a row); replacing it in ${delayMs} ms`;

@@ -7,7 +7,7 @@ export interface MockSettings {
   readonly chunkIntervalMs: number;
   readonly embeddingDimensions: number;
   /** Fault injection (tests, demos): take the worker down mid-call, or fail the call as a broken adapter would. */
-  readonly fault: 'none' | 'crash' | 'exit' | 'throw';
+  readonly fault: 'none' | 'crash' | 'exit' | 'throw' | 'hang';
 }
 
 const DEFAULTS = { latencyMs: 0, streamChunks: 8, chunkIntervalMs: 0, embeddingDimensions: 16 } as const;
@@ -23,7 +23,7 @@ export const mockConfig: ProviderConfig<MockSettings> = {
      * Fault injection for resilience tests and demos: `crash` throws asynchronously in the worker,
      * `exit` ends the worker thread, `throw` fails the call with an error no adapter should throw.
      */
-    mock_fault: z.enum(['none', 'crash', 'exit', 'throw']).optional(),
+    mock_fault: z.enum(['none', 'crash', 'exit', 'throw', 'hang']).optional(),
   }),
   settings: (p) => ({
     latencyMs: (p.mock_latency_ms as number | undefined) ?? DEFAULTS.latencyMs,

@@ -143,9 +143,12 @@ function hash(text: string): number {
 
 /**
  * Fails the way a broken adapter would: an error thrown into the call (a bug's TypeError), or, taking
- * this worker thread down, an uncaught async throw or an exit.
+ * this worker thread down, an uncaught async throw or an exit; or a loop that never ends, which holds
+ * the thread until the front stops it.
  */
-function injectFault(fault: 'crash' | 'exit' | 'throw'): Promise<never> {
+function injectFault(fault: 'crash' | 'exit' | 'throw' | 'hang'): Promise<never> {
+  // eslint-disable-next-line no-empty -- the injected hang: a synchronous loop nothing but a terminate() ends
+  if (fault === 'hang') for (;;) {}
   // The message carries a key-like string, as a careless adapter's might: the log must redact it.
   if (fault === 'throw') throw new TypeError('mock_fault: throw (injected) with sk-mockinjectedsecret0123456789');
   // In a worker thread, process.exit ends the thread, not the process.
