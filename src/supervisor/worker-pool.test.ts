@@ -21,6 +21,7 @@ const realLoader = createRequire(import.meta.url).resolve(join(root, 'dist/worke
 
 interface LogLine {
   silent_ms?: number;
+  phase?: string;
   event?: string;
   restart_in_ms?: number;
   deaths_in_a_row?: number;
@@ -149,5 +150,19 @@ module.exports = async function attach(task) {
     const after = await Promise.all([chat(pool, 'chat'), chat(pool, 'chat'), chat(pool, 'chat'), chat(pool, 'chat')]);
     expect(after.every((r) => 'status' in r && r.status === 200)).toBe(true);
     expect(pool.stats()).toMatchObject({ restarts: 1, inFlight: 0 });
+  });
+
+  it('a worker that hangs before it attaches is stopped once it is stallMs late, and restarted with the delays of a worker that dies young', async () => {
+    const started = await startPool(`module.exports = async function attach() { for (;;) {} };\n`, { stallMs: 500 });
+    pool = started.pool;
+    await sleep(2_600);
+    const stalled = started.lines.filter((l) => l.event === 'worker_stalled');
+    // Stopped at 0.5-1 s, replaced at once; stopped again 0.5-1 s later, replaced after 100 ms; and so on.
+    expect(stalled.length).toBeGreaterThanOrEqual(2);
+    expect(stalled.every((l) => l.phase === 'starting' && (l.silent_ms as number) >= 500)).toBe(true);
+    const died = deaths(started.lines);
+    expect(died.length).toBeGreaterThanOrEqual(2);
+    expect(died.map((l) => l.restart_in_ms)).toEqual([0, 100, 200].slice(0, died.length));
+    expect(died.every((l) => /exited/.test(String(l.err)))).toBe(true);
   });
 });

@@ -92,11 +92,17 @@ interface Slot {
   restarts: number;
   /** Deaths in a row of workers that lived less than STABLE_LIFE_MS. */
   youngDeaths: number;
+  /**
+   * - waiting: for the restart of a worker that died young (restartTimer);
+   * - starting: asked to attach (attachedAt), not yet said hello;
+   * - running: said hello from `thread`; answeredAt is its last sign of life;
+   * - stopping: silent too long, terminate() called; its exit detaches it.
+   */
+  phase: 'waiting' | 'starting' | 'running' | 'stopping';
   /** performance.now() when the slot's worker was last asked to attach. */
   attachedAt: number;
-  /** The pending restart of a worker that died young. */
   restartTimer: NodeJS.Timeout | null;
-  /** The thread id of the slot's worker once it said hello; 0 while it starts, waits or is being stopped. */
+  /** The thread id the slot's worker said hello from (running and stopping). */
   thread: number;
   /** performance.now() of the worker's hello or its last answer to a heartbeat ping. */
   answeredAt: number;
@@ -163,7 +169,7 @@ export class WorkerPool {
       const InlineSession = workers;
       this.#piscina = null;
       const { a, b } = localChannel<FromWorker, ToWorker>();
-      const slot = { index: 0, inFlight: 0, restarts: 0, youngDeaths: 0, attachedAt: 0, restartTimer: null, thread: 0, answeredAt: 0 } as Slot;
+      const slot = { index: 0, inFlight: 0, restarts: 0, youngDeaths: 0, phase: 'running', attachedAt: 0, restartTimer: null, thread: 0, answeredAt: 0 } as Slot;
       slot.port = a((frame, payload) => this.#onFrame(frame, payload));
       new InlineSession(b, routing, { memory: deployments.memory, worker: 0 });
       this.#slots.push(slot);
@@ -184,7 +190,7 @@ export class WorkerPool {
       resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB },
     });
     for (let index = 0; index < workers; index++) {
-      const slot = { index, inFlight: 0, restarts: 0, youngDeaths: 0, attachedAt: 0, restartTimer: null, thread: 0, answeredAt: 0 } as Slot;
+      const slot = { index, inFlight: 0, restarts: 0, youngDeaths: 0, phase: 'starting', attachedAt: 0, restartTimer: null, thread: 0, answeredAt: 0 } as Slot;
       this.#slots.push(slot);
       this.#attach(slot, 0);
     }
@@ -296,10 +302,11 @@ export class WorkerPool {
     const replies = ringMemory(REPLY_RING_BYTES);
     const calls = ringMemory(CALL_RING_BYTES);
     const rings = { borrowFrom: new RingReader(replies), lendInto: new RingWriter(calls) };
-    slot.thread = 0;
+    slot.phase = 'waiting';
     slot.port = new FramePort<FromWorker, ToWorker>(port1, (frame, payload) => this.#onFrame(frame, payload), rings);
     const run = () => {
       slot.restartTimer = null;
+      slot.phase = 'starting';
       slot.attachedAt = performance.now();
       const state = { memory: this.#deployments.memory, worker: slot.index };
       // The routing of now: a reload while the slot waited also sent its config frame into the port, which comes after.
@@ -318,35 +325,55 @@ export class WorkerPool {
     const hello = message as WorkerHello | null;
     if (hello?.t !== 'switchyard.hello') return;
     const slot = this.#slots[hello.worker];
-    if (slot === undefined || slot.thread !== 0 || slot.restartTimer !== null) return;
+    if (slot === undefined || slot.phase !== 'starting') return;
+    slot.phase = 'running';
     slot.thread = hello.thread;
     slot.answeredAt = performance.now();
   }
 
-  /** Every HEARTBEAT_MS: a ping to each worker that said hello; one silent for stallMs is stopped. */
+  /**
+   * Every HEARTBEAT_MS: a ping to each running worker; one silent for stallMs is stopped. A worker
+   * that never said hello within stallMs of its start is stopped too, once every starting worker
+   * is that late: its thread is then one of those no slot knows, and they are all stopped.
+   */
   #beat(): void {
     const now = performance.now();
+    let lateStarts = 0;
+    let starting = 0;
     for (const slot of this.#slots) {
-      if (slot.thread === 0) continue;
+      if (slot.phase === 'starting') {
+        starting++;
+        if (now - slot.attachedAt >= this.#stallMs) lateStarts++;
+      }
+      if (slot.phase !== 'running') continue;
       if (now - slot.answeredAt < this.#stallMs) {
         void this.#ask(slot, this.#stallMs, (id) => ({ t: 'ping', id })).then((pong) => {
           if (pong !== null) slot.answeredAt = Math.max(slot.answeredAt, performance.now());
         });
         continue;
       }
-      const silentMs = Math.round(now - slot.answeredAt);
-      const thread = (this.#piscina as Piscina).threads.find((w) => w.threadId === slot.thread);
-      slot.thread = 0;
-      this.#log.error({ event: 'worker_stalled', worker: slot.index, silent_ms: silentMs }, `provider worker ${slot.index} has not answered for ${silentMs} ms; stopping it`);
-      // Its exit rejects the attach task: the worker is then replaced like one that died, its calls failed.
-      void thread?.terminate();
+      this.#stop(slot, [slot.thread], now - slot.answeredAt, 'running');
     }
+    if (lateStarts === 0 || lateStarts < starting) return;
+    const known = new Set(this.#slots.flatMap((slot) => (slot.phase === 'running' || slot.phase === 'stopping' ? [slot.thread] : [])));
+    const unknown = (this.#piscina as Piscina).threads.map((w) => w.threadId).filter((id) => !known.has(id));
+    // No thread to stop: piscina has not started one for the task (it gives up on threads that fail to boot).
+    if (unknown.length === 0) return;
+    for (const slot of this.#slots) if (slot.phase === 'starting') this.#stop(slot, unknown, now - slot.attachedAt, 'starting');
+  }
+
+  /** Stops a silent worker (its thread among `threads`): its exit fails the attach task, which replaces it like a worker that died. */
+  #stop(slot: Slot, threads: readonly number[], silentMs: number, phase: 'running' | 'starting'): void {
+    slot.phase = 'stopping';
+    const silent = Math.round(silentMs);
+    const what = phase === 'running' ? 'has not answered' : 'has not attached';
+    this.#log.error({ event: 'worker_stalled', worker: slot.index, phase, silent_ms: silent }, `provider worker ${slot.index} ${what} for ${silent} ms; stopping it`);
+    for (const worker of (this.#piscina as Piscina).threads) if (threads.includes(worker.threadId)) void worker.terminate();
   }
 
   /** A worker's attach task ended: it died, or the pool is closing. */
   #detached(slot: Slot, err: unknown): void {
     if (this.#closing) return;
-    slot.thread = 0;
     slot.youngDeaths = performance.now() - slot.attachedAt < STABLE_LIFE_MS ? slot.youngDeaths + 1 : 1;
     const delayMs = slot.youngDeaths <= 1 ? 0 : Math.min(MAX_RESTART_DELAY_MS, FIRST_RESTART_DELAY_MS * 2 ** (slot.youngDeaths - 2));
     const message = delayMs === 0 ? 'provider worker stopped; replacing it' : `provider worker stopped (${slot.youngDeaths} young deaths in a row); replacing it in ${delayMs} ms`;
