@@ -106,6 +106,8 @@ interface Slot {
   thread: number;
   /** performance.now() of the worker's hello or its last answer to a heartbeat ping. */
   answeredAt: number;
+  /** The id of the heartbeat ping waiting for its answer. */
+  heartbeat: number;
 }
 
 /** Test seams: the file piscina loads, and how long a silent worker is given. */
@@ -169,7 +171,7 @@ export class WorkerPool {
       const InlineSession = workers;
       this.#piscina = null;
       const { a, b } = localChannel<FromWorker, ToWorker>();
-      const slot = { index: 0, inFlight: 0, restarts: 0, youngDeaths: 0, phase: 'running', attachedAt: 0, restartTimer: null, thread: 0, answeredAt: 0 } as Slot;
+      const slot = { index: 0, inFlight: 0, restarts: 0, youngDeaths: 0, phase: 'running', attachedAt: 0, restartTimer: null, thread: 0, answeredAt: 0, heartbeat: 0 } as Slot;
       slot.port = a((frame, payload) => this.#onFrame(frame, payload));
       new InlineSession(b, routing, { memory: deployments.memory, worker: 0 });
       this.#slots.push(slot);
@@ -190,7 +192,7 @@ export class WorkerPool {
       resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB },
     });
     for (let index = 0; index < workers; index++) {
-      const slot = { index, inFlight: 0, restarts: 0, youngDeaths: 0, phase: 'starting', attachedAt: 0, restartTimer: null, thread: 0, answeredAt: 0 } as Slot;
+      const slot = { index, inFlight: 0, restarts: 0, youngDeaths: 0, phase: 'starting', attachedAt: 0, restartTimer: null, thread: 0, answeredAt: 0, heartbeat: 0 } as Slot;
       this.#slots.push(slot);
       this.#attach(slot, 0);
     }
@@ -347,9 +349,11 @@ export class WorkerPool {
       }
       if (slot.phase !== 'running') continue;
       if (now - slot.answeredAt < this.#stallMs) {
-        void this.#ask(slot, this.#stallMs, (id) => ({ t: 'ping', id })).then((pong) => {
-          if (pong !== null) slot.answeredAt = Math.max(slot.answeredAt, performance.now());
-        });
+        // One heartbeat ping per slot waits at a time, with no timer of its own: the next beat drops an unanswered one.
+        this.#control.delete(slot.heartbeat);
+        const id = (slot.heartbeat = this.#nextId++);
+        this.#control.set(id, () => (slot.answeredAt = performance.now()));
+        slot.port.send({ t: 'ping', id });
         continue;
       }
       this.#stop(slot, [slot.thread], now - slot.answeredAt, 'running');
