@@ -72,16 +72,17 @@ const CALL_RING_BYTES = 256 * 1024;
  * rings and an error line every few milliseconds (1.2 GB of RSS within seconds, measured).
  */
 const FIRST_RESTART_DELAY_MS = 100;
+const MAX_RESTART_DELAY_MS = 10_000;
+const STABLE_LIFE_MS = 10_000;
 /**
- * A worker thread that has not answered a ping for this long is stopped (terminate(), which ends
- * even a loop that never yields) and replaced like one that died: the pod's liveness probe asks
- * the front thread only, so nothing else would ever replace a thread stuck in a loop, and with
- * one worker the pod would stay up and unready for good. Pings go every HEARTBEAT_MS.
+ * A worker thread that has not answered a ping for this long, or not attached this long after its
+ * start, is stopped (terminate(), which ends even a loop that never yields) and replaced like one
+ * that died: the pod's liveness probe asks the front thread only, so nothing else would ever
+ * replace a thread stuck in a loop, and with one worker the pod would stay up and unready for
+ * good. Pings go every HEARTBEAT_MS.
  */
 const DEFAULT_STALL_MS = 10_000;
 const HEARTBEAT_MS = 1_000;
-const MAX_RESTART_DELAY_MS = 10_000;
-const STABLE_LIFE_MS = 10_000;
 
 interface Slot {
   readonly index: number;
