@@ -9,7 +9,7 @@ import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
 import type { FakeUpstream } from './support/fake-upstream.js';
 import { TEST_KEY, UPSTREAM_KEY, useGateway, type TestGateway } from './support/gateway.js';
-import { freePort } from './support/start-command.js';
+import { REFUSED_PORT } from './support/start-command.js';
 
 // ---- helpers ---------------------------------------------------------------
 
@@ -331,7 +331,7 @@ describe('proxy: request body limit (GATEWAY_MAX_BODY_BYTES=1024)', () => {
 describe('proxy: upstream failures (502) and missing credentials (503)', () => {
   const { gw, upstream } = useGateway({
     gateway: async (upstream) => {
-      const deadPort = await freePort();
+      const deadPort = REFUSED_PORT;
       const yaml = `
 model_list:${upstreamYamlEntry('up-chat', upstream.url)}${upstreamYamlEntry('hdr-chat', upstream.url, ', headers_timeout: 0.3')}${upstreamYamlEntry('idle-chat', upstream.url, ', idle_timeout: 0.2')}${upstreamYamlEntry('total-chat', upstream.url, ', timeout: 0.5')}
   - model_name: refused-chat

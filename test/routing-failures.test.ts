@@ -9,7 +9,7 @@ import OpenAI from 'openai';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { deploymentYaml, type Step } from './support/scripted-upstream.js';
 import { chat, deploymentStates, startRouted, type Routed } from './support/routing.js';
-import { freePort } from './support/start-command.js';
+import { REFUSED_PORT } from './support/start-command.js';
 
 const NAMES = ['east', 'west', 'south', 'north'];
 
@@ -56,7 +56,7 @@ describe('the failure table', () => {
     });
 
     it('a connect error (nothing listens) is retried on another deployment', async () => {
-      const dead = await freePort();
+      const dead = REFUSED_PORT;
       const local = await startRouted(['west'], (up) => `
 model_list:
   - model_name: chat

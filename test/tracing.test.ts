@@ -9,7 +9,7 @@ import { ATTR, REQUEST_PARAMS } from '../protocol/genai.js';
 import { TEST_KEY, useGateway, type GatewayEndpoint } from './support/gateway.js';
 import { SPAN_KIND, STATUS_CODE, startOtlpCollector, type CollectedSpan, type CollectorMode, type OtlpCollector } from './support/otlp-collector.js';
 import { deploymentYaml, startScriptedUpstream, type ScriptedUpstream } from './support/scripted-upstream.js';
-import { freePort } from './support/start-command.js';
+import { REFUSED_PORT } from './support/start-command.js';
 
 const CALLER_TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
 const CALLER_SPAN = '00f067aa0ba902b7';
@@ -390,7 +390,7 @@ describe('a collector that is gone costs no request latency either', () => {
   let up: ScriptedUpstream;
   let endpoint = '';
   beforeAll(async () => {
-    endpoint = `http://127.0.0.1:${await freePort()}`;
+    endpoint = `http://127.0.0.1:${REFUSED_PORT}`;
     up = await startScriptedUpstream(['east', 'west', 'solo']);
   });
   afterAll(() => up?.close());

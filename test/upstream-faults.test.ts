@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import type { ErrorCode } from '../protocol/errors.js';
 import type { Behaviour } from './support/fake-upstream.js';
 import { useGateway } from './support/gateway.js';
-import { freePort } from './support/start-command.js';
+import { REFUSED_PORT } from './support/start-command.js';
 
 interface Fault {
   readonly name: string;
@@ -45,7 +45,7 @@ describe('upstream faults', () => {
   const { gw, upstream } = useGateway({
     resetUpstreams: false,
     gateway: async (upstream) => {
-      const dead = await freePort();
+      const dead = REFUSED_PORT;
       const timeouts = 'headers_timeout: 0.3, idle_timeout: 0.3, timeout: 5';
       return {
         yaml: `

@@ -36,7 +36,15 @@ export function settingsFreeEnv(): NodeJS.ProcessEnv {
   return env;
 }
 
-/** A loopback port nothing listens on now (for a server that must be told its port in advance). */
+/**
+ * Where nothing listens, for an upstream that must refuse the connection: the discard port. A
+ * port found free and closed (freePort) is free only for a moment: listen(0) in a test file
+ * running beside this one can take it, and a CI run once got a fake upstream's 401 there instead
+ * of a refusal. listen(0) never hands out a port under 1024, and no test listens on 9.
+ */
+export const REFUSED_PORT = 9;
+
+/** A loopback port nothing listens on now (for a server that must be told its port in advance: it listens on it at once). */
 export async function freePort(): Promise<number> {
   const srv = createServer();
   await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
