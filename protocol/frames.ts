@@ -191,7 +191,6 @@ export interface FailFrame extends RoutingFacts {
   readonly trace?: SpanFacts;
 }
 export interface PongFrame { readonly t: 'pong'; readonly id: number }
-
 /** The answer to a probe: the HTTP status the upstream gave, or why there was none. */
 export interface ProbedFrame {
   readonly t: 'probed';

@@ -111,6 +111,11 @@ interface Slot {
   heartbeat: number;
 }
 
+/** A slot before its port exists (the caller gives it one at once). */
+function newSlot(index: number, phase: Slot['phase']): Slot {
+  return { index, inFlight: 0, restarts: 0, youngDeaths: 0, phase, attachedAt: 0, restartTimer: null, thread: 0, answeredAt: 0, heartbeat: 0 } as Omit<Slot, 'port'> as Slot;
+}
+
 /** Test seams: the file piscina loads, and how long a silent worker is given. */
 export interface PoolOptions {
   readonly entry?: string;
@@ -172,7 +177,7 @@ export class WorkerPool {
       const InlineSession = workers;
       this.#piscina = null;
       const { a, b } = localChannel<FromWorker, ToWorker>();
-      const slot = { index: 0, inFlight: 0, restarts: 0, youngDeaths: 0, phase: 'running', attachedAt: 0, restartTimer: null, thread: 0, answeredAt: 0, heartbeat: 0 } as Slot;
+      const slot = newSlot(0, 'running');
       slot.port = a((frame, payload) => this.#onFrame(frame, payload));
       new InlineSession(b, routing, { memory: deployments.memory, worker: 0 });
       this.#slots.push(slot);
@@ -193,7 +198,7 @@ export class WorkerPool {
       resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB },
     });
     for (let index = 0; index < workers; index++) {
-      const slot = { index, inFlight: 0, restarts: 0, youngDeaths: 0, phase: 'starting', attachedAt: 0, restartTimer: null, thread: 0, answeredAt: 0, heartbeat: 0 } as Slot;
+      const slot = newSlot(index, 'starting');
       this.#slots.push(slot);
       this.#attach(slot, 0);
     }
@@ -461,9 +466,10 @@ const WORKER_ENTRY = 'entry.cjs';
 /**
  * Workers always run the bundled worker, `worker/entry.js` of the build this code came from
  * (tools/bundle.mjs), through the loader beside it, whether the front runs bundled
- * (`<build>/server.js`) or from tsc's output (`<build>/src/...`); from the sources (the tests), the build `dist/` points to now. The path is
- * resolved once, through the `dist` symlink (tools/build.mjs), so a worker that restarts after
- * a rebuild runs the same build as the front, never a newer one.
+ * (`<build>/server.js`) or from tsc's output (`<build>/src/...`); from the sources (the tests),
+ * the build `dist/` points to now. The path is resolved once, through the `dist` symlink
+ * (tools/build.mjs), so a worker that restarts after a rebuild runs the same build as the
+ * front, never a newer one.
  *
  * The loader file stays open for the life of the process: tools/build.mjs removes an old build
  * only when no process holds a file of it open, so a running gateway keeps its build.

@@ -162,9 +162,14 @@ const LIST = 1;
 const NULLABLE = 2;
 const CHOICES = 3;
 const ASK = 4;
-const keyOf = (name: string, kind: number) => ({ bytes: [...Buffer.from(`${name}"`)], kind });
-/** A string's text and closing quote. `error` and `type` count as any string, key or value, as the parse's checks would. */
-const KEYS = [
+interface Key {
+  /** The string's text and closing quote. */
+  readonly bytes: readonly number[];
+  readonly kind: number;
+}
+const keyOf = (name: string, kind: number): Key => ({ bytes: [...Buffer.from(`${name}"`)], kind });
+/** `error` and `type` count as any string, key or value, as the parse's checks would. */
+const KEYS: readonly Key[] = [
   keyOf('content', TEXT), keyOf('reasoning_content', TEXT), keyOf('reasoning', TEXT), keyOf('refusal', TEXT),
   keyOf('tool_calls', LIST), keyOf('function_call', NULLABLE), keyOf('finish_reason', NULLABLE), keyOf('choices', CHOICES),
   keyOf('error', ASK), keyOf('type', ASK),
@@ -216,9 +221,9 @@ function judgeInPlace(bytes: Uint8Array, start: number, end: number): InPlace {
   return content ? COMMIT : choices && emptyText ? HOLD : PARSE;
 }
 
-function keyAt(bytes: Uint8Array, at: number): (typeof KEYS)[number] | null {
+function keyAt(bytes: Uint8Array, at: number): Key | null {
   for (let i = 0; i < KEYS.length; i++) {
-    const key = KEYS[i] as (typeof KEYS)[number];
+    const key = KEYS[i] as Key;
     if (bytesAt(bytes, at, key.bytes)) return key;
   }
   return null;
