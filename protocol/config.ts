@@ -106,6 +106,11 @@ export interface RouterSettings {
   readonly contextWindowFallbacks: readonly FallbackList[];
   /** How long a stream's head may be held waiting for its first content. */
   readonly streamCommitTimeoutMs: number;
+  /**
+   * The longest wait a provider asked for (Retry-After) that a request waits out itself when
+   * nothing else can serve it; a longer one is answered at once with the provider's Retry-After.
+   */
+  readonly maxRetryWaitMs: number;
   /** The whole request, attempts included; null: the largest total timeout of the first group's deployments. */
   readonly timeoutMs: number | null;
 }

@@ -116,7 +116,33 @@ describe('DeploymentStates', () => {
     a.succeed(3, RESERVED, 5);
     a.forgive(3);
     expect(a.stateAt(3, T0)).toBe(HEALTHY);
+    a.backOff(3, T0 + 5000, 429);
     a.clear(3);
-    expect(a.snapshot(3, T0)).toEqual({ state: 'healthy', cooldownRemainingMs: 0, inFlight: 0, latencyEwmaMs: null, failuresLastMinute: 0, lastError: null, cooldowns: 0 });
+    expect(a.snapshot(3, T0)).toEqual({ state: 'healthy', cooldownRemainingMs: 0, inFlight: 0, latencyEwmaMs: null, failuresLastMinute: 0, lastError: null, cooldowns: 0, backoffRemainingMs: 0 });
+    expect(a.usable(3, T0, 0)).toBe(true);
+  });
+
+  it("a provider's back-off keeps every thread off the deployment until it ends, lone or not, without cooling it; a later end wins", () => {
+    const { a, b } = twoWorkers();
+    a.backOff(1, T0 + 1000, 503);
+    for (const s of [a, b]) {
+      expect(s.usable(1, T0 + 999, 0)).toBe(false);
+      expect(s.reserve(1, T0 + 999, 0)).toBe(REFUSED);
+      expect(s.stateAt(1, T0 + 999)).toBe(HEALTHY);
+    }
+    expect(b.backoffStatus(1)).toBe(503);
+    expect(b.snapshot(1, T0 + 400).backoffRemainingMs).toBe(600);
+    // A shorter wait asked later does not shorten it; a longer one lengthens it.
+    b.backOff(1, T0 + 500, 429);
+    expect(a.backoffUntil(1)).toBe(T0 + 1000);
+    expect(a.backoffStatus(1)).toBe(503);
+    b.backOff(1, T0 + 2000, 429);
+    expect(a.backoffUntil(1)).toBe(T0 + 2000);
+    expect(a.backoffStatus(1)).toBe(429);
+    expect(a.reserve(1, T0 + 2000, 0)).toBe(RESERVED);
+    expect(b.usable(1, T0 + 2000, 0)).toBe(true);
+    expect(a.inFlight(1)).toBe(1);
+    // The slot next to it is untouched.
+    expect(a.usable(2, T0, 0)).toBe(true);
   });
 });

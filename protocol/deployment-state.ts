@@ -13,20 +13,23 @@
  * written whole (an aligned 8-byte store on x64 and arm64); a race between
  * two of those writes costs one pick's precision, never a wrong count.
  *
- * Per slot, 64 bytes:
+ * Per slot, 128 bytes:
  *
  *   int32 [0..7]   in_flight, failures (current window), trial holder (worker + 1, or 0),
- *                  latency samples, cooldowns, last error code, last error status, spare
- *   float64 [4..7] window start, cooldown until, latency EWMA (ms), last error at (Date.now ms)
+ *                  latency samples, cooldowns, last error code, last error status,
+ *                  the status of the answer that asked for the back-off
+ *   float64 [4..8] window start, cooldown until, latency EWMA (ms), last error at (Date.now ms),
+ *                  back-off until (Date.now ms: the provider's Retry-After)
+ *   the rest       spare, for what later strategies keep per deployment
  *
  * After the slots, one Int32 per (worker, slot): that worker's share of
  * in_flight, so the front can take back what a worker that died held.
  */
 import { ERRORS, type ErrorCode } from './errors.js';
 
-const I32_PER_SLOT = 16;
-const F64_PER_SLOT = 8;
-const SLOT_BYTES = 64;
+const SLOT_BYTES = 128;
+const I32_PER_SLOT = SLOT_BYTES / 4;
+const F64_PER_SLOT = SLOT_BYTES / 8;
 
 const IN_FLIGHT = 0;
 const FAILURES = 1;
@@ -35,19 +38,21 @@ const SAMPLES = 3;
 const COOLDOWNS = 4;
 const LAST_CODE = 5;
 const LAST_STATUS = 6;
+const BACKOFF_STATUS = 7;
 const WINDOW_START = 4;
 const COOLDOWN_UNTIL = 5;
 const EWMA = 6;
 const LAST_AT = 7;
+const BACKOFF_UNTIL = 8;
 
 /** The failure window of `allowed_fails` (LiteLLM's: one minute). */
 export const FAILURE_WINDOW_MS = 60_000;
 /** Weight of a new sample in the latency average: about the last five calls count. */
 const EWMA_ALPHA = 0.3;
 
-/** What `last_error.code` can be: a gateway error code, or `rate_limited` for a provider 429 (passed through, so not in the catalogue). */
-export type FailureCode = ErrorCode | 'rate_limited';
-const FAILURE_CODES: readonly FailureCode[] = [...(Object.keys(ERRORS) as ErrorCode[]), 'rate_limited'];
+/** What `last_error.code` can be: a gateway error code (`rate_limited` for a provider 429). */
+export type FailureCode = ErrorCode;
+const FAILURE_CODES: readonly FailureCode[] = Object.keys(ERRORS) as ErrorCode[];
 const CODE_INDEX = new Map<FailureCode, number>(FAILURE_CODES.map((code, i) => [code, i + 1]));
 
 /** `switchyard_deployment_state` values, also the order of `DEPLOYMENT_STATES`. */
@@ -86,6 +91,8 @@ export interface DeploymentSnapshot {
   readonly failuresLastMinute: number;
   readonly lastError: { readonly code: FailureCode; readonly status: number; readonly at: string } | null;
   readonly cooldowns: number;
+  /** Time left of the wait the provider asked for (Retry-After), 0 when none. */
+  readonly backoffRemainingMs: number;
 }
 
 /** What a thread needs to open the shared state: the memory and its shape. */
@@ -139,8 +146,9 @@ export class DeploymentStates {
     return until === 0 ? HEALTHY : now < until ? COOLING : HALF_OPEN;
   }
 
-  /** Whether a pick may choose it now: not cooling, its trial free if half-open, under its cap (0: none). */
+  /** Whether a pick may choose it now: not cooling, not backing off, its trial free if half-open, under its cap (0: none). */
   usable(slot: number, now: number, cap: number): boolean {
+    if (now < (this.#f64[slot * F64_PER_SLOT + BACKOFF_UNTIL] as number)) return false;
     const until = this.#f64[slot * F64_PER_SLOT + COOLDOWN_UNTIL] as number;
     if (until !== 0 && (now < until || Atomics.load(this.#i32, slot * I32_PER_SLOT + TRIAL) !== 0)) return false;
     return cap === 0 || Atomics.load(this.#i32, slot * I32_PER_SLOT + IN_FLIGHT) < cap;
@@ -149,6 +157,27 @@ export class DeploymentStates {
   /** When its cooldown ends (Date.now ms), 0 when it is not cooled. */
   cooldownUntil(slot: number): number {
     return this.#f64[slot * F64_PER_SLOT + COOLDOWN_UNTIL] as number;
+  }
+
+  /** Until when no call may reach it (Date.now ms): the end of the wait its provider asked for; 0 or past when none. */
+  backoffUntil(slot: number): number {
+    return this.#f64[slot * F64_PER_SLOT + BACKOFF_UNTIL] as number;
+  }
+
+  /** The provider status (429, 503, …) of the answer that asked for the back-off under way. */
+  backoffStatus(slot: number): number {
+    return Atomics.load(this.#i32, slot * I32_PER_SLOT + BACKOFF_STATUS);
+  }
+
+  /**
+   * The provider asked for a pause (Retry-After, retry-after-ms): no call reaches the deployment,
+   * from any thread, before `until` (Date.now ms). A later end wins; a lone deployment backs off too.
+   */
+  backOff(slot: number, until: number, status: number): void {
+    const f = slot * F64_PER_SLOT + BACKOFF_UNTIL;
+    if (until <= (this.#f64[f] as number)) return;
+    Atomics.store(this.#i32, slot * I32_PER_SLOT + BACKOFF_STATUS, status);
+    this.#f64[f] = until;
   }
 
   /**
@@ -160,6 +189,7 @@ export class DeploymentStates {
     const base = slot * I32_PER_SLOT;
     const i32 = this.#i32;
     let kind: Reservation = RESERVED;
+    if (now < (this.#f64[slot * F64_PER_SLOT + BACKOFF_UNTIL] as number)) return REFUSED;
     const until = this.#f64[slot * F64_PER_SLOT + COOLDOWN_UNTIL] as number;
     if (until !== 0) {
       if (now < until || Atomics.compareExchange(i32, base + TRIAL, 0, this.#worker + 1) !== 0) return REFUSED;
@@ -252,6 +282,7 @@ export class DeploymentStates {
       failuresLastMinute: now - windowStart < FAILURE_WINDOW_MS ? Atomics.load(i32, base + FAILURES) : 0,
       lastError: code === undefined ? null : { code, status: Atomics.load(i32, base + LAST_STATUS), at: new Date(f64[f + LAST_AT] as number).toISOString() },
       cooldowns: Atomics.load(i32, base + COOLDOWNS),
+      backoffRemainingMs: Math.max(0, Math.ceil((f64[f + BACKOFF_UNTIL] as number) - now)),
     };
   }
 

@@ -26,7 +26,7 @@ import type { RoutingConfig, Upstream } from './config.js';
 import type { ChannelEnd } from './channel.js';
 import type { DeploymentStateMemory } from './deployment-state.js';
 
-export const PROTOCOL_VERSION = 8;
+export const PROTOCOL_VERSION = 9;
 
 /**
  * The provider operations a worker serves. `responses` is the OpenAI
@@ -131,6 +131,14 @@ export interface RoutingFacts {
    * stream: to its first content). The front subtracts it to give `x-switchyard-overhead-ms`.
    */
   readonly waitedMs: number;
+  /** The waits before attempts (a provider's Retry-After, router_settings.retry_after); null when there was none. Included in `waitedMs`. */
+  readonly backoff: Backoff | null;
+}
+
+/** How long a request waited before its attempts, in all, and why it last did (`429 Retry-After from east`). */
+export interface Backoff {
+  readonly ms: number;
+  readonly reason: string;
 }
 
 /**
@@ -259,6 +267,8 @@ export interface AttemptSpan {
   readonly status: number;
   /** The failure's error code; null when the attempt served the answer. */
   readonly error: string | null;
+  /** The wait just before this attempt (a provider's Retry-After, router_settings.retry_after); null when none. */
+  readonly backoff: Backoff | null;
   /** A stream's first content from the upstream; 0 when none. */
   readonly firstChunk: number;
 }

@@ -35,6 +35,9 @@ export const ATTR = {
   attempt: 'switchyard.attempt',
   attempts: 'switchyard.attempts',
   fallback: 'switchyard.fallback',
+  // The waits before an attempt (a provider's Retry-After, router_settings.retry_after): on the attempt's span, and in all on the request's.
+  backoffMs: 'switchyard.backoff_ms',
+  backoffReason: 'switchyard.backoff_reason',
 } as const;
 
 /** The event on an attempt span at a stream's first content from the upstream (time to first token). */

@@ -29,6 +29,7 @@ const entry = (over: Partial<AccessEntry> = {}): AccessEntry => ({
   deployment: 'gpt-x-0',
   attempts: 1,
   fallback: null,
+  backoff: null,
   ...over,
 });
 
@@ -55,6 +56,8 @@ function pinoLine(e: AccessEntry): string {
       deployment: e.deployment,
       attempts: e.attempts,
       fallback: e.fallback,
+      backoff_ms: e.backoff === null ? undefined : r(e.backoff.ms),
+      backoff_reason: e.backoff?.reason,
     },
     'request',
   );
@@ -71,6 +74,8 @@ describe('AccessLog', () => {
       entry(),
       entry({ stream: true, ttftMs: 0.5, status: 499, model: 'unrouted', provider: 'none', deployment: null, attempts: 0 }),
       entry({ ttftMs: 0, deployment: 'east "1"', attempts: 3, fallback: 'chat-backup' }),
+      entry({ deployment: 'solo', attempts: 2, backoff: { ms: 1003.456, reason: '429 Retry-After from solo' } }),
+      entry({ backoff: { ms: 250, reason: 'router_settings.retry_after' } }),
     ]) {
       access.write(e);
       expect(withoutTime(lines.at(-1) as string)).toBe(withoutTime(pinoLine(e)));

@@ -7,6 +7,7 @@
  * access line are fixed, so one template writes it.
  */
 import pino, { type DestinationStream, type Logger } from 'pino';
+import type { Backoff } from '../protocol/frames.js';
 import { isoTime } from './logging.js';
 
 /** What an access line says (docs/OPERATIONS.md, "Logs"). */
@@ -30,6 +31,8 @@ export interface AccessEntry {
   readonly attempts: number;
   /** The fallback group that served; null when the requested group did. */
   readonly fallback: string | null;
+  /** The waits before attempts (a provider's Retry-After, router_settings.retry_after); null when there was none. */
+  readonly backoff: Backoff | null;
 }
 
 const INFO = 30;
@@ -47,8 +50,9 @@ export class AccessLog {
   write(e: AccessEntry): void {
     if (this.#stream === null) return;
     const ttft = e.ttftMs === null ? '' : `,"ttft_ms":${round(e.ttftMs)}`;
+    const backoff = e.backoff === null ? '' : `,"backoff_ms":${round(e.backoff.ms)},"backoff_reason":${str(e.backoff.reason)}`;
     this.#stream.write(
-      `${PREFIX}${isoTime()}${SERVICE}${str(e.requestId)},"method":${str(e.method)},"route":${str(e.route)},"model":${str(e.model)},"provider":${str(e.provider)},"status":${e.status},"stream":${e.stream},"duration_ms":${round(e.durationMs)},"upstream_ms":${round(e.upstreamMs)}${ttft},"bytes_in":${e.bytesIn},"bytes_out":${e.bytesOut},"deployment":${nullable(e.deployment)},"attempts":${e.attempts},"fallback":${nullable(e.fallback)},"msg":"request"}\n`,
+      `${PREFIX}${isoTime()}${SERVICE}${str(e.requestId)},"method":${str(e.method)},"route":${str(e.route)},"model":${str(e.model)},"provider":${str(e.provider)},"status":${e.status},"stream":${e.stream},"duration_ms":${round(e.durationMs)},"upstream_ms":${round(e.upstreamMs)}${ttft},"bytes_in":${e.bytesIn},"bytes_out":${e.bytesOut},"deployment":${nullable(e.deployment)},"attempts":${e.attempts},"fallback":${nullable(e.fallback)}${backoff},"msg":"request"}\n`,
     );
   }
 }

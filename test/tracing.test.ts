@@ -238,6 +238,22 @@ describe('tracing over OTLP/HTTP protobuf (the default)', () => {
     ]);
   });
 
+  it("a wait its provider asked for is on the next attempt's span (and the server span): how long and why", async () => {
+    t.up.at('solo').script({ kind: 'status', status: 429, headers: { 'retry-after-ms': '300' } });
+    const requestId = nextRequestId('backoff');
+    const answer = await post(gw, '/v1/chat/completions', { model: 'solo', messages: MESSAGES }, { 'x-request-id': requestId });
+    expect(answer.status).toBe(200);
+    const { server, attempts } = await traceOf(t.collector, requestId, 2);
+    const [first, second] = attempts as [CollectedSpan, CollectedSpan];
+    expect(first.attributes).toMatchObject({ 'switchyard.attempt': 1, 'http.response.status_code': 429 });
+    expect(first.attributes).not.toHaveProperty('switchyard.backoff_ms');
+    expect(second.attributes).toMatchObject({ 'switchyard.attempt': 2, 'switchyard.backoff_reason': '429 Retry-After from solo' });
+    expect(second.attributes['switchyard.backoff_ms']).toBeGreaterThanOrEqual(295);
+    expect(second.attributes['switchyard.backoff_ms']).toBeLessThan(900);
+    expect(second.startNs - first.endNs).toBeGreaterThanOrEqual(295_000_000n);
+    expect(server.attributes).toMatchObject({ 'switchyard.attempts': 2, 'switchyard.backoff_reason': '429 Retry-After from solo' });
+  });
+
   it('a stream that fails after its first byte ends with an error event: its server span is ERROR, its status 200', async () => {
     t.up.at('east').script({ kind: 'reset-after-content' });
     const requestId = nextRequestId('broken-stream');

@@ -13,7 +13,7 @@
  */
 import type { Payload } from '../protocol/channel.js';
 import { joinForNow } from '../protocol/channel.js';
-import type { AttemptSpan, Operation, SpanFacts, SpansFrame, TraceContext } from '../protocol/frames.js';
+import type { AttemptSpan, Backoff, Operation, SpanFacts, SpansFrame, TraceContext } from '../protocol/frames.js';
 import type { Upstream } from '../protocol/config.js';
 import { ATTR, REQUEST_PARAMS } from '../protocol/genai.js';
 import { utf8Text } from './bytes.js';
@@ -39,6 +39,8 @@ export interface AttemptOutcome {
   readonly error: string | null;
   /** performance.now() of a stream's first content; 0 when none. */
   readonly firstChunkAt: number;
+  /** The wait just before the attempt; null when none. */
+  readonly backoff: Backoff | null;
 }
 
 export class CallTrace {
@@ -92,6 +94,7 @@ export class CallTrace {
       status: address === null ? 0 : o.status,
       error: o.error,
       firstChunk: o.firstChunkAt === 0 ? 0 : EPOCH + o.firstChunkAt,
+      backoff: o.backoff,
     });
   }
 

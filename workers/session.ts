@@ -8,7 +8,7 @@
  */
 import { wholePayload, type ChannelEnd, type FrameSender, type Payload } from '../protocol/channel.js';
 import type { RoutingConfig } from '../protocol/config.js';
-import type { CallFrame, FromWorker, HeaderList, RouteLabels, RoutingNotice, ToWorker, Usage, WorkerState } from '../protocol/frames.js';
+import type { Backoff, CallFrame, FromWorker, HeaderList, RouteLabels, RoutingNotice, ToWorker, Usage, WorkerState } from '../protocol/frames.js';
 import { DeploymentStates } from '../protocol/deployment-state.js';
 import { GatewayError, isErrorCode, type ErrorCode } from '../protocol/errors.js';
 import { ChurnMap } from '../protocol/churn-tables.js';
@@ -44,7 +44,7 @@ export class WorkerSession {
   }
 
   #envFor(router: Router): RoutingEnv {
-    return { states: this.#states, settings: router.settings, adapterFor, notice: (notice) => this.#notice(notice), fault: (requestId, err) => this.#port.send(faultOf(requestId, err)), now: Date.now };
+    return { states: this.#states, settings: router.settings, adapterFor, notice: (notice) => this.#notice(notice), fault: (requestId, err) => this.#port.send(faultOf(requestId, err)), now: Date.now, after };
   }
 
   #notice(notice: RoutingNotice): void {
@@ -148,6 +148,12 @@ const CANCELLED = Symbol('cancelled');
 
 const adapterFor = (deployment: Deployment) => PROVIDERS[deployment.upstream.provider];
 const NO_HEADERS: HeaderList = [];
+
+/** RoutingEnv.after on the real clock. */
+function after(ms: number, fire: () => void): () => void {
+  const timer = setTimeout(fire, ms);
+  return () => clearTimeout(timer);
+}
 const UNROUTED: RouteLabels = { model: 'unrouted', provider: 'none' };
 
 /**
@@ -160,6 +166,7 @@ class FrameSink implements ClientSink {
   attempts = 0;
   fallback: string | null = null;
   waitedMs = 0;
+  backoff: Backoff | null = null;
   #done = false;
 
   constructor(
@@ -168,25 +175,26 @@ class FrameSink implements ClientSink {
     readonly trace: CallTrace | null,
   ) {}
 
-  routed(deployment: string | null, attempts: number, fallback: string | null, labels: RouteLabels, waitedMs: number): void {
+  routed(deployment: string | null, attempts: number, fallback: string | null, labels: RouteLabels, waitedMs: number, backoff: Backoff | null): void {
     this.deployment = deployment;
     this.attempts = attempts;
     this.fallback = fallback;
     this.labels = labels;
     this.waitedMs = waitedMs;
+    this.backoff = backoff;
   }
 
   reply(status: number, contentType: string, headers: HeaderList, body: Payload, usage: Usage | null, upstreamMs: number): void {
     if (!this.#finish()) return;
-    const { deployment, attempts, fallback, waitedMs, trace } = this;
-    const frame = { t: 'reply', id: this.id, status, contentType, headers, labels: this.labels, usage, upstreamMs, deployment, attempts, fallback, waitedMs } as const;
+    const { deployment, attempts, fallback, waitedMs, backoff, trace } = this;
+    const frame = { t: 'reply', id: this.id, status, contentType, headers, labels: this.labels, usage, upstreamMs, deployment, attempts, fallback, waitedMs, backoff } as const;
     if (trace === null) return this.port.lend(frame, body);
     trace.observe(body, false);
     this.port.lend({ ...frame, trace: trace.facts() }, body);
   }
   head(headers: HeaderList): void {
-    const { deployment, attempts, fallback, waitedMs } = this;
-    if (!this.#done) this.port.send({ t: 'head', id: this.id, headers, labels: this.labels, deployment, attempts, fallback, waitedMs });
+    const { deployment, attempts, fallback, waitedMs, backoff } = this;
+    if (!this.#done) this.port.send({ t: 'head', id: this.id, headers, labels: this.labels, deployment, attempts, fallback, waitedMs, backoff });
   }
   data(bytes: Payload): void {
     if (this.#done) return;
@@ -200,9 +208,9 @@ class FrameSink implements ClientSink {
   }
   fail(error: { code: ErrorCode; message: string; events?: string }, headers: HeaderList): void {
     if (!this.#finish()) return;
-    const { deployment, attempts, fallback, waitedMs } = this;
+    const { deployment, attempts, fallback, waitedMs, backoff } = this;
     const labels = this.labels === UNROUTED ? null : this.labels;
-    const frame = { t: 'fail', id: this.id, code: error.code, message: error.message, labels, headers, events: error.events, deployment, attempts, fallback, waitedMs } as const;
+    const frame = { t: 'fail', id: this.id, code: error.code, message: error.message, labels, headers, events: error.events, deployment, attempts, fallback, waitedMs, backoff } as const;
     this.port.send(this.trace === null ? frame : { ...frame, trace: this.trace.facts() });
   }
   #finish(): boolean {

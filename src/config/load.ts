@@ -31,7 +31,7 @@ export const DEFAULTS = {
   timeouts: { connectMs: 10_000, headersMs: 600_000, idleMs: 600_000, totalMs: 600_000 },
   health: { checkTimeoutMs: 5_000, startupDelayMs: 0, cacheTtlMs: 1_000, probeBudgetMs: 900, eventLoopDelayMs: 200 },
   // CONTRACT.md, Routing for high volume: LiteLLM's defaults where it has them.
-  router: { strategy: 'simple-shuffle', numRetries: 2, retryAfterMs: 0, allowedFails: 3, cooldownMs: 30_000, streamCommitTimeoutMs: 10_000 },
+  router: { strategy: 'simple-shuffle', numRetries: 2, retryAfterMs: 0, allowedFails: 3, cooldownMs: 30_000, streamCommitTimeoutMs: 10_000, maxRetryWaitMs: 10_000 },
   deployment: { weight: 1, order: 1 },
 } as const;
 
@@ -261,6 +261,7 @@ function resolveRouter(file: ConfigFile, groups: ReadonlySet<string>, source: st
     fallbacks: fallbacks('fallbacks'),
     contextWindowFallbacks: fallbacks('context_window_fallbacks'),
     streamCommitTimeoutMs: ms(r.stream_commit_timeout, DEFAULTS.router.streamCommitTimeoutMs),
+    maxRetryWaitMs: ms(r.max_retry_wait, DEFAULTS.router.maxRetryWaitMs),
     timeoutMs: r.timeout === undefined ? null : Math.round(r.timeout * 1000),
   });
 }

@@ -31,7 +31,7 @@ model_list:
 `;
 
 describe('routing config', () => {
-  it('the defaults: simple-shuffle, 2 retries, retry_after 0, 3 allowed fails, 30 s cooldown, 10 s commit timeout, weight 1, order 1, no cap, ids <alias>-<n>', () => {
+  it('the defaults: simple-shuffle, 2 retries, retry_after 0, 3 allowed fails, 30 s cooldown, 10 s commit timeout, 10 s max_retry_wait, weight 1, order 1, no cap, ids <alias>-<n>', () => {
     const { routing } = parse(TWO_GROUPS);
     expect(routing.router).toEqual({
       strategy: 'simple-shuffle',
@@ -42,6 +42,7 @@ describe('routing config', () => {
       fallbacks: [],
       contextWindowFallbacks: [],
       streamCommitTimeoutMs: 10_000,
+      maxRetryWaitMs: 10_000,
       timeoutMs: null,
     });
     expect(routing.aliases.map((a) => [a.id, a.weight, a.order, a.maxParallel])).toEqual([
@@ -63,6 +64,7 @@ router_settings:
   fallbacks: [{ chat: [chat-backup] }]
   context_window_fallbacks: [{ chat: [chat-backup] }]
   stream_commit_timeout: 2.5
+  max_retry_wait: 4.5
   timeout: 90
 `);
     expect(warnings).toEqual([]);
@@ -75,6 +77,7 @@ router_settings:
       fallbacks: [{ group: 'chat', to: ['chat-backup'] }],
       contextWindowFallbacks: [{ group: 'chat', to: ['chat-backup'] }],
       streamCommitTimeoutMs: 2500,
+      maxRetryWaitMs: 4500,
       timeoutMs: 90_000,
     });
   });
@@ -116,6 +119,8 @@ router_settings:
     ['an unknown strategy', 'router_settings: { routing_strategy: fastest }', 'router_settings.routing_strategy'],
     ['a negative num_retries', 'router_settings: { num_retries: -1 }', 'router_settings.num_retries'],
     ['a zero stream_commit_timeout', 'router_settings: { stream_commit_timeout: 0 }', 'router_settings.stream_commit_timeout'],
+    ['a negative max_retry_wait', 'router_settings: { max_retry_wait: -1 }', 'router_settings.max_retry_wait'],
+    ['a max_retry_wait that is not a number', 'router_settings: { max_retry_wait: soon }', 'router_settings.max_retry_wait'],
   ])('%s is a config error naming its path', (_, extra, expected) => {
     const message = configError(`${TWO_GROUPS}${extra}\n`);
     expect(message).toContain('routing.yaml');

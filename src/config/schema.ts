@@ -84,6 +84,8 @@ const routerSettingsSchema = z.looseObject({
   fallbacks: fallbacksSchema.optional(),
   context_window_fallbacks: fallbacksSchema.optional(),
   stream_commit_timeout: seconds.optional(),
+  /** The longest provider Retry-After the gateway waits out itself; 0: never wait, answer at once. */
+  max_retry_wait: z.number().nonnegative().finite().optional(),
   timeout: seconds.optional(),
 });
 

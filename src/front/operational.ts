@@ -107,6 +107,8 @@ function deploymentStatus(d: AliasRoute, slot: number, states: DeploymentStates,
     order: d.order,
     state: s.state,
     cooldown_remaining_ms: s.cooldownRemainingMs,
+    // The wait its provider asked for (Retry-After), which every thread honours: no call before it ends.
+    backoff_remaining_ms: s.backoffRemainingMs,
     in_flight: s.inFlight,
     latency_ewma_ms: s.latencyEwmaMs === null ? null : Math.round(s.latencyEwmaMs * 100) / 100,
     failures_last_minute: s.failuresLastMinute,

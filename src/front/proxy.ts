@@ -216,7 +216,7 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
   interrupt(): void {
     if (this.#finished) return;
     this.#ctx.pool.cancel(this.#id);
-    this.fail({ t: 'fail', id: this.#id, code: 'shutting_down', message: 'the gateway is shutting down', labels: null, headers: [], deployment: null, attempts: 0, fallback: null, waitedMs: 0 });
+    this.fail({ t: 'fail', id: this.#id, code: 'shutting_down', message: 'the gateway is shutting down', labels: null, headers: [], deployment: null, attempts: 0, fallback: null, waitedMs: 0, backoff: null });
   }
 
   /** The end of the turn the head came in: it goes out with the chunks held behind it. */
@@ -341,6 +341,7 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
       deployment: routing?.deployment ?? null,
       attempts: routing?.attempts ?? 0,
       fallback: routing?.fallback ?? null,
+      backoff: routing?.backoff ?? null,
     });
   }
 }

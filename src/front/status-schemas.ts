@@ -33,6 +33,7 @@ export const deploymentStatusSchema = z.object({
   order: z.number().int(),
   state: z.enum(['healthy', 'cooling_down', 'half_open']),
   cooldown_remaining_ms: z.number().int(),
+  backoff_remaining_ms: z.number().int(),
   in_flight: z.number().int(),
   latency_ewma_ms: z.number().nullable(),
   failures_last_minute: z.number().int(),

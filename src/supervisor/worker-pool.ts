@@ -394,7 +394,7 @@ export class WorkerPool {
     for (const [id, pending] of this.#pending.entries()) {
       if (pending.slot !== slot) continue;
       this.#settle(id, pending);
-      pending.handlers.fail({ t: 'fail', id, code: 'worker_crashed', message: 'the worker handling this request stopped', labels: null, headers: [], deployment: null, attempts: 0, fallback: null, waitedMs: 0 });
+      pending.handlers.fail({ t: 'fail', id, code: 'worker_crashed', message: 'the worker handling this request stopped', labels: null, headers: [], deployment: null, attempts: 0, fallback: null, waitedMs: 0, backoff: null });
     }
     slot.port.close();
     this.#attach(slot, delayMs);

@@ -150,6 +150,10 @@ class OtelTracing implements Tracing {
       if (a.status > 0) attributes[ATTR.httpStatus] = a.status;
       if (a.error !== null) attributes[ATTR.errorType] = a.error;
       if (a.firstChunk > 0) attributes[ATTR.timeToFirstChunk] = (a.firstChunk - a.start) / 1000;
+      if (a.backoff !== null) {
+        attributes[ATTR.backoffMs] = Math.round(a.backoff.ms);
+        attributes[ATTR.backoffReason] = a.backoff.reason;
+      }
       // The span gets the id the worker made and sent upstream as its traceparent.
       this.#ids.next = a.spanId;
       const clock = this.#clock;
@@ -211,6 +215,10 @@ class ServerSpan implements RequestSpan {
       if (routing.deployment !== null) span.setAttribute(ATTR.deployment, routing.deployment);
       span.setAttribute(ATTR.attempts, routing.attempts);
       if (routing.fallback !== null) span.setAttribute(ATTR.fallback, routing.fallback);
+      if (routing.backoff !== null) {
+        span.setAttribute(ATTR.backoffMs, Math.round(routing.backoff.ms));
+        span.setAttribute(ATTR.backoffReason, routing.backoff.reason);
+      }
     }
     if (r.usage !== null) {
       span.setAttribute(ATTR.inputTokens, r.usage.prompt);

@@ -17,8 +17,8 @@ import { fakeTimers, listenOnLoopback, onJsonBody } from './listen.js';
 export type Step =
   /** A well-formed answer (JSON, or SSE when the request asked for a stream), after `latencyMs` before the headers. */
   | { readonly kind: 'ok'; readonly latencyMs?: number }
-  /** This status with an OpenAI-style error body (or `body`), and Retry-After when given. */
-  | { readonly kind: 'status'; readonly status: number; readonly retryAfter?: string; readonly body?: unknown; readonly latencyMs?: number }
+  /** This status with an OpenAI-style error body (or `body`), and Retry-After (or any other `headers`) when given. */
+  | { readonly kind: 'status'; readonly status: number; readonly retryAfter?: string; readonly headers?: Readonly<Record<string, string>>; readonly body?: unknown; readonly latencyMs?: number }
   /** 200 with this body as it is (a body that is not the compatible format, say). */
   | { readonly kind: 'body'; readonly body: string }
   /** Reads the request, then resets the connection without a byte of answer. */
@@ -39,6 +39,9 @@ export interface Received {
   readonly headers: IncomingMessage['headers'];
   readonly stream: boolean;
   readonly step: Step['kind'];
+  /** When it arrived: performance.now() of this process, and Date.now() (for a Retry-After given as a date). */
+  readonly at: number;
+  readonly wall: number;
   /** The gateway closed the connection before the answer was complete. */
   aborted: boolean;
   /** The answer was complete (or the deployment itself broke it off). */
@@ -119,7 +122,7 @@ async function startDeployment(name: string): Promise<ScriptedDeployment & { clo
   const server = http.createServer((req, res) => {
     onJsonBody(req, (body) => {
       const step = queue.shift() ?? fallback;
-      const record: Received = { body, headers: req.headers, stream: body.stream === true, step: step.kind, aborted: false, done: false };
+      const record: Received = { body, headers: req.headers, stream: body.stream === true, step: step.kind, at: performance.now(), wall: Date.now(), aborted: false, done: false };
       received.push(record);
       open++;
       peak = Math.max(peak, open);
@@ -189,6 +192,7 @@ async function startDeployment(name: string): Promise<ScriptedDeployment & { clo
           const body = JSON.stringify(step.body ?? { error: { message: `${name} says ${step.status}`, type: 'upstream_error', code: null } });
           const headers: Record<string, string> = { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) };
           if (step.retryAfter !== undefined) headers['retry-after'] = step.retryAfter;
+          Object.assign(headers, step.headers);
           res.writeHead(step.status, headers);
           res.end(body);
         });

@@ -3,7 +3,9 @@
  * sequences (fast-check), with a fake adapter and a fake clock over the
  * real shared state: no request makes more than 1 + num_retries attempts,
  * none goes to a cooling deployment (a half-open one only as its one
- * trial), and every request ends with exactly one answer.
+ * trial) or to one whose provider asked for a pause before the pause
+ * ended, no wait is longer than max_retry_wait, and every request ends
+ * with exactly one answer.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -18,14 +20,17 @@ import { Router, type Deployment } from '../router.js';
 import { routeCall, type ClientSink } from './attempts.js';
 import { AttemptFailure, providerFailure } from './failure.js';
 
-type Outcome = 'ok' | 'ok-stream' | 'stream-error-before-content' | 500 | 429 | 401 | 400 | 'too-long' | 'reset';
-const OUTCOMES: readonly Outcome[] = ['ok', 'ok-stream', 'stream-error-before-content', 500, 429, 401, 400, 'too-long', 'reset'];
+type Outcome = 'ok' | 'ok-stream' | 'stream-error-before-content' | 500 | 429 | 401 | 400 | 'too-long' | 'reset' | '429-retry-after' | '503-retry-after';
+const OUTCOMES: readonly Outcome[] = ['ok', 'ok-stream', 'stream-error-before-content', 500, 429, 401, 400, 'too-long', 'reset', '429-retry-after', '503-retry-after'];
 
 interface Shape {
   readonly groups: ReadonlyArray<{ readonly deployments: number; readonly fallbacks: readonly number[]; readonly contextFallbacks: readonly number[] }>;
   readonly numRetries: number;
   readonly allowedFails: number;
   readonly cooldownMs: number;
+  readonly maxRetryWaitMs: number;
+  /** The Retry-After of the outcomes that send one, in ms of the fake clock. */
+  readonly retryAfterMs: number;
   readonly strategy: 'simple-shuffle' | 'least-busy' | 'latency-based-routing';
 }
 
@@ -42,6 +47,8 @@ const shapeArb: fc.Arbitrary<Shape> = fc.integer({ min: 1, max: 3 }).chain((coun
     numRetries: fc.integer({ min: 0, max: 3 }),
     allowedFails: fc.integer({ min: 1, max: 3 }),
     cooldownMs: fc.integer({ min: 0, max: 80 }),
+    maxRetryWaitMs: fc.constantFrom(0, 50, 10_000),
+    retryAfterMs: fc.constantFrom(1, 40, 400),
     strategy: fc.constantFrom('simple-shuffle' as const, 'least-busy' as const, 'latency-based-routing' as const),
   }),
 );
@@ -63,7 +70,7 @@ function routingOf(shape: Shape): RoutingConfig {
     slots: aliases.map((_, i) => i),
     rules: [],
     maxResponseBodyBytes: 1 << 20,
-    router: { strategy: shape.strategy, numRetries: shape.numRetries, retryAfterMs: 0, allowedFails: shape.allowedFails, cooldownMs: shape.cooldownMs, fallbacks: list((g) => g.fallbacks), contextWindowFallbacks: list((g) => g.contextFallbacks), streamCommitTimeoutMs: 60_000, timeoutMs: null },
+    router: { strategy: shape.strategy, numRetries: shape.numRetries, retryAfterMs: 0, allowedFails: shape.allowedFails, cooldownMs: shape.cooldownMs, fallbacks: list((g) => g.fallbacks), contextWindowFallbacks: list((g) => g.contextFallbacks), streamCommitTimeoutMs: 60_000, maxRetryWaitMs: shape.maxRetryWaitMs, timeoutMs: null },
   };
 }
 
@@ -102,7 +109,7 @@ const CONTENT = encoder.encode('data: {"choices":[{"index":0,"delta":{"content":
 const ERROR_EVENT = encoder.encode('data: {"error":{"message":"boom"}}\n\n');
 
 describe('the attempt loop (property)', () => {
-  it('bounds attempts by 1 + num_retries, never calls a cooling deployment (a half-open one only as its one trial), answers every request exactly once', async () => {
+  it('bounds attempts by 1 + num_retries, never calls a cooling deployment (a half-open one only as its one trial) or one backing off, never waits past max_retry_wait, answers every request exactly once', async () => {
     await fc.assert(
       fc.asyncProperty(
         shapeArb,
@@ -123,6 +130,7 @@ describe('the attempt loop (property)', () => {
               const d = deploymentOf(router, call.upstream.upstreamModel);
               const state = states.stateAt(d.slot, clock);
               if (state === COOLING) violation ??= `${d.id} called while cooling`;
+              if (states.backoffUntil(d.slot) > clock) violation ??= `${d.id} called ${states.backoffUntil(d.slot) - clock} ms before the end of the wait its provider asked for`;
               const trial = state === HALF_OPEN;
               if (trial) {
                 if ((trials.get(d.slot) ?? 0) > 0) violation ??= `${d.id}: a second call while half-open`;
@@ -148,6 +156,9 @@ describe('the attempt loop (property)', () => {
                     return sink.data(ERROR_EVENT);
                   case 'reset':
                     throw new AttemptFailure('transient', 'upstream_reset', 'reset');
+                  case '429-retry-after':
+                  case '503-retry-after':
+                    throw providerFailure(outcome === '429-retry-after' ? 429 : 503, [], shape.retryAfterMs, 'application/json', outcome === '429-retry-after' ? encoder.encode('{"error":{}}') : null);
                   case 'too-long':
                     throw providerFailure(400, [], 0, 'application/json', encoder.encode('{"error":{"code":"context_length_exceeded"}}'));
                   default:
@@ -168,6 +179,18 @@ describe('the attempt loop (property)', () => {
               throw new Error(`unexpected internal error: ${String(err)}`);
             },
             now: () => clock,
+            // A wait moves the fake clock by its length (concurrent waits overlap), then fires on the next turn.
+            after: (ms: number, fire: () => void) => {
+              if (ms > shape.maxRetryWaitMs) violation ??= `a wait of ${ms} ms, past max_retry_wait ${shape.maxRetryWaitMs}`;
+              const target = clock + ms;
+              let cancelled = false;
+              setImmediate(() => {
+                if (cancelled) return;
+                clock = Math.max(clock, target);
+                fire();
+              });
+              return () => void (cancelled = true);
+            },
           };
 
           for (const batch of batches) {

@@ -8,6 +8,12 @@
  *   long for the model moves to the `context_window_fallbacks` instead.
  *   When nothing that has not failed is usable anywhere, the same ones are
  *   tried again, `retry_after` after their last attempt.
+ * - A provider's Retry-After is honoured by every request on every thread:
+ *   the deployment backs off in the shared state and no pick takes it until
+ *   the wait ends. When nothing else can serve, the request waits the
+ *   back-off out if it is at most `max_retry_wait` and ends before the
+ *   deadline; otherwise it is answered at once, with the wait left as its
+ *   Retry-After. Waits are reported (RoutingFacts.backoffMs, the attempt's span).
  * - `num_retries` bounds the attempts after the first (fallback attempts
  *   count); the group's `timeout` bounds the whole request (each attempt's
  *   total deadline is at most what is left), and when it passes the answer
@@ -25,9 +31,9 @@
  * after a byte went to the client) and LiteLLM's cooldown handling.
  */
 import type { RouterSettings, Upstream } from '../../protocol/config.js';
-import { REFUSED, type DeploymentStates, type Reservation } from '../../protocol/deployment-state.js';
+import { COOLING, REFUSED, type DeploymentStates, type Reservation } from '../../protocol/deployment-state.js';
 import type { ErrorCode } from '../../protocol/errors.js';
-import type { HeaderList, Operation, RouteLabels, RoutingNotice } from '../../protocol/frames.js';
+import type { Backoff, HeaderList, Operation, RouteLabels, RoutingNotice } from '../../protocol/frames.js';
 import { CallControl } from '../call-control.js';
 import type { CallTrace } from '../call-trace.js';
 import type { Flow } from '../flow.js';
@@ -45,7 +51,7 @@ export interface ClientSink extends AttemptSink {
    * Who served the answer about to be sent (or was tried last), how many attempts it took, the fallback group if one
    * served, and how long the attempts waited on upstreams before it (RoutingFacts.waitedMs).
    */
-  routed(deployment: string | null, attempts: number, fallback: string | null, labels: RouteLabels, waitedMs: number): void;
+  routed(deployment: string | null, attempts: number, fallback: string | null, labels: RouteLabels, waitedMs: number, backoff: Backoff | null): void;
 }
 
 /** What the loop needs from its worker session. */
@@ -58,6 +64,8 @@ export interface RoutingEnv {
   readonly fault: (requestId: string, err: unknown) => void;
   /** Date.now: the shared state's clock (cooldowns are wall times every thread reads). */
   readonly now: () => number;
+  /** Calls `fire` after `ms` of `now`'s clock (setTimeout); the answer cancels it. A test's fake clock moves here. */
+  readonly after: (ms: number, fire: () => void) => () => void;
 }
 
 export interface RoutedRequest {
@@ -79,8 +87,10 @@ export interface RoutedRequest {
 
 /** An attempt's span when the client left during it: neither served nor failed on its own. */
 const CANCELLED = 'cancelled';
-/** A provider's Retry-After lengthens a cooldown up to this (CONTRACT.md, cooldown_time). */
-const MAX_PROVIDER_COOLDOWN_MS = 300_000;
+/** A provider's Retry-After lengthens a cooldown, and backs a deployment off, up to this (CONTRACT.md, cooldown_time). */
+const MAX_PROVIDER_WAIT_MS = 300_000;
+/** Why a request waited before trying a deployment again: router_settings.retry_after. */
+const CONFIGURED_WAIT = 'router_settings.retry_after';
 const NO_HEADERS: HeaderList = [];
 
 /** Runs the request to its one answer (or to nothing, when the client left). */
@@ -98,9 +108,9 @@ class RoutedCall implements GateOwner {
   #chain: readonly Group[];
   #at = 0;
   #attempts = 0;
-  /** Deployments that failed this request, and when each attempt on them ended (performance.now). */
+  /** Deployments that failed this request, and when this request may try each again (performance.now). */
   #failed: Deployment[] | null = null;
-  #endedAt: number[] | null = null;
+  #again: Again[] | null = null;
   #lastFailure: AttemptFailure | null = null;
   // The attempt under way, or the last one (its deployment and group name the answer):
   #deployment: Deployment | null = null;
@@ -110,6 +120,9 @@ class RoutedCall implements GateOwner {
   #call: ProviderCall | null = null;
   /** RoutingFacts.waitedMs: the upstreams' share of the time before the answer. */
   #waitedMs = 0;
+  /** RoutingFacts.backoff: the waits before attempts so far (null: none), and the one before the attempt about to start. */
+  #backoff: Backoff | null = null;
+  #waitBeforeAttempt: Backoff | null = null;
 
   constructor(env: RoutingEnv, request: RoutedRequest, client: ClientSink) {
     this.#env = env;
@@ -122,11 +135,28 @@ class RoutedCall implements GateOwner {
   async run(): Promise<void> {
     const { control } = this.#request;
     for (;;) {
-      const deployment = this.#choose(this.#env.now());
-      if (deployment === null) return this.#unavailable();
+      const now = this.#env.now();
+      const deployment = this.#choose(now);
+      if (deployment === null) {
+        // Nothing usable: perhaps only because a provider asked for a pause, which may be waited out.
+        const backedOff = this.#soonestBackoff(now);
+        if (backedOff === null) return this.#unavailable();
+        const wait = backedOff.until - now;
+        if (!this.#mayWait(wait)) return this.#backedOff(backedOff.deployment, backedOff.group, wait);
+        await this.#pause(wait, `${this.#env.states.backoffStatus(backedOff.deployment.slot)} Retry-After from ${backedOff.deployment.id}`);
+        if (control.aborted) return;
+        continue;
+      }
       const reservation = this.#pick.reservation;
-      const wait = this.#waitBefore(deployment);
-      if (wait > 0) await this.#sleep(Math.min(wait, this.#deadline - performance.now()));
+      const again = this.#againAfter(deployment);
+      if (again !== null) {
+        const wait = again.at - performance.now();
+        if (again.asked && !this.#mayWait(wait)) {
+          this.#env.states.release(deployment.slot, reservation);
+          return this.#backedOff(deployment, this.#chain[this.#at] as Group, wait);
+        }
+        if (wait > 0) await this.#pause(Math.min(wait, this.#deadline - performance.now()), again.reason);
+      }
       if (control.aborted) return this.#env.states.release(deployment.slot, reservation);
       if (performance.now() >= this.#deadline) {
         this.#env.states.release(deployment.slot, reservation);
@@ -192,6 +222,7 @@ class RoutedCall implements GateOwner {
       if (request.control.aborted) return null;
       const failure = classify(err);
       if (failure.code === 'internal_error') this.#env.fault(request.requestId, err);
+      this.#backOff(deployment, failure);
       status = failure.status;
       error = failure.code;
       if (call.sentAt > 0 && !gate.committed) this.#waitedMs += performance.now() - call.sentAt;
@@ -208,7 +239,8 @@ class RoutedCall implements GateOwner {
       return failure;
     } finally {
       gate.close();
-      trace?.attempted({ deployment: deployment.id, attempt: this.#attempts, op: sent.op, upstream: deployment.upstream, startedAt: this.#started, sentAt: call.sentAt, status, error, firstChunkAt: gate.firstContentAt });
+      trace?.attempted({ deployment: deployment.id, attempt: this.#attempts, op: sent.op, upstream: deployment.upstream, startedAt: this.#started, sentAt: call.sentAt, status, error, firstChunkAt: gate.firstContentAt, backoff: this.#waitBeforeAttempt });
+      this.#waitBeforeAttempt = null;
       request.control.onAbort(null);
       this.#env.states.release(deployment.slot, reservation);
       this.#call = null;
@@ -237,7 +269,7 @@ class RoutedCall implements GateOwner {
       return true;
     }
     (this.#failed ??= []).push(deployment);
-    (this.#endedAt ??= []).push(performance.now());
+    (this.#again ??= []).push(againOf(deployment, failure, this.#env.settings.retryAfterMs));
     switch (failure.kind) {
       case 'client_error':
       case 'fatal':
@@ -289,13 +321,55 @@ class RoutedCall implements GateOwner {
     return null;
   }
 
-  /** How long to wait before trying `deployment` again: `retry_after` since this request's last attempt on it. */
-  #waitBefore(deployment: Deployment): number {
+  /** When this request may try `deployment` again, and why; null when it may at once (it has not failed it). */
+  #againAfter(deployment: Deployment): Again | null {
     const failed = this.#failed;
-    const retryAfterMs = this.#env.settings.retryAfterMs;
-    if (failed === null || retryAfterMs === 0) return 0;
+    if (failed === null) return null;
     const at = failed.lastIndexOf(deployment);
-    return at === -1 ? 0 : (this.#endedAt as number[])[at] as number + retryAfterMs - performance.now();
+    return at === -1 ? null : ((this.#again as Again[])[at] as Again);
+  }
+
+  /**
+   * A provider asked its deployment to be left alone for a while (Retry-After, retry-after-ms): no
+   * request of any thread picks it until then (CONTRACT.md, "A provider's Retry-After … is
+   * honoured"). A route-rule target keeps no shared state: only this request waits for it (againOf).
+   */
+  #backOff(d: Deployment, failure: AttemptFailure): void {
+    if (d.slot < 0 || failure.retryAfterMs <= 0 || failure.status === 0 || (failure.kind !== 'rate_limited' && failure.kind !== 'transient')) return;
+    this.#env.states.backOff(d.slot, this.#env.now() + Math.min(failure.retryAfterMs, MAX_PROVIDER_WAIT_MS), failure.status);
+  }
+
+  /**
+   * The soonest end of a back-off of a deployment of the chain that is not cooling (a cooling one is
+   * the cooldown rule's: every deployment cooling is a 503 at once); null when none is backing off.
+   */
+  #soonestBackoff(now: number): { deployment: Deployment; group: Group; until: number } | null {
+    const { states } = this.#env;
+    let best: { deployment: Deployment; group: Group; until: number } | null = null;
+    for (let i = this.#at; i < this.#chain.length; i++) {
+      const group = this.#chain[i] as Group;
+      for (const d of group.deployments) {
+        if (d.slot < 0) continue;
+        const until = states.backoffUntil(d.slot);
+        if (until > now && states.stateAt(d.slot, now) !== COOLING && (best === null || until < best.until)) best = { deployment: d, group, until };
+      }
+    }
+    return best;
+  }
+
+  /** Whether a wait the provider asked for may be waited out: at most max_retry_wait, and over before the deadline. */
+  #mayWait(ms: number): boolean {
+    return ms <= this.#env.settings.maxRetryWaitMs && performance.now() + ms < this.#deadline;
+  }
+
+  /** Waits `ms` before the next attempt (or less, when the client leaves), and says so in the answer's facts and the attempt's span. */
+  async #pause(ms: number, reason: string): Promise<void> {
+    const started = performance.now();
+    await this.#sleep(ms);
+    const waited = performance.now() - started;
+    this.#waitedMs += waited;
+    this.#waitBeforeAttempt = { ms: waited, reason };
+    this.#backoff = { ms: (this.#backoff?.ms ?? 0) + waited, reason };
   }
 
   /** A failure's weight on its deployment's shared state (the failure table's "cools" column). */
@@ -305,7 +379,7 @@ class RoutedCall implements GateOwner {
     if (kind === 'auth') this.#notice('upstream_auth_failed', d, failure, 0);
     if (d.slot < 0 || (kind !== 'transient' && kind !== 'rate_limited' && kind !== 'auth')) return;
     const { states, settings } = this.#env;
-    const cooldownMs = Math.max(settings.cooldownMs, Math.min(failure.retryAfterMs, MAX_PROVIDER_COOLDOWN_MS));
+    const cooldownMs = Math.max(settings.cooldownMs, Math.min(failure.retryAfterMs, MAX_PROVIDER_WAIT_MS));
     const lone = (this.#group as Group).lone;
     const record = { code: failure.code, status: failure.status, coolNow: kind !== 'transient', cooldownMs, allowedFails: settings.allowedFails, lone };
     const cooled = states.fail(d.slot, reservation, record, this.#env.now());
@@ -323,19 +397,39 @@ class RoutedCall implements GateOwner {
   #routed(): void {
     const d = this.#deployment as Deployment;
     const asked = this.#request.group;
-    if (this.#group === asked) this.client.routed(d.id, this.#attempts, null, d.labels, this.#waitedMs);
-    else this.client.routed(d.id, this.#attempts, (this.#group as Group).name, { model: asked.name, provider: d.labels.provider }, this.#waitedMs);
+    if (this.#group === asked) this.client.routed(d.id, this.#attempts, null, d.labels, this.#waitedMs, this.#backoff);
+    else this.client.routed(d.id, this.#attempts, (this.#group as Group).name, { model: asked.name, provider: d.labels.provider }, this.#waitedMs, this.#backoff);
   }
 
-  /** The last failure, as the caller gets it: a provider answer as sent, otherwise the gateway's error. */
-  #answer(failure: AttemptFailure): void {
+  /**
+   * The last failure, as the caller gets it: a provider answer as sent, otherwise the gateway's error.
+   * `retryAfter`: seconds the caller should wait, added when the answer carries no Retry-After of its own.
+   */
+  #answer(failure: AttemptFailure, retryAfter: string | null = null): void {
     this.#routed();
     if (failure.answer !== null) {
       const { status, contentType, headers, body } = failure.answer;
-      this.client.reply(status, contentType, headers, body, null, 0);
+      this.client.reply(status, contentType, withRetryAfter(headers, retryAfter), body, null, 0);
     } else {
-      this.client.fail(gatewayErrorOf(failure), failure.headers);
+      this.client.fail(gatewayErrorOf(failure), withRetryAfter(failure.headers, retryAfter));
     }
+  }
+
+  /**
+   * The only deployment that could serve asked for a wait longer than max_retry_wait or the time the
+   * request has left: answered at once, with the wait left as Retry-After. A request that tried it
+   * gets its failure; one that arrived during the wait, the provider's status (a 429 as 429
+   * `rate_limited`, a 5xx as 502 `upstream_error`).
+   */
+  #backedOff(d: Deployment, group: Group, waitMs: number): void {
+    const seconds = String(Math.max(1, Math.ceil(waitMs / 1000)));
+    if (this.#lastFailure !== null) return this.#answer(this.#lastFailure, seconds);
+    this.#deployment = d;
+    this.#group = group;
+    this.#routed();
+    const status = d.slot < 0 ? 0 : this.#env.states.backoffStatus(d.slot);
+    const message = `the provider of deployment "${d.id}" asked for a pause (status ${status}); retry after the Retry-After delay`;
+    this.client.fail({ code: status === 429 ? 'rate_limited' : 'upstream_error', message }, ['retry-after', seconds]);
   }
 
   #timedOut(): void {
@@ -356,7 +450,7 @@ class RoutedCall implements GateOwner {
       }
     }
     const seconds = Number.isFinite(soonest) ? Math.max(1, Math.ceil(soonest / 1000)) : 1;
-    this.client.routed(null, 0, null, (group.deployments[0] as Deployment).labels, 0);
+    this.client.routed(null, 0, null, (group.deployments[0] as Deployment).labels, 0, null);
     this.client.fail({ code: 'no_deployment_available', message: `no deployment of "${group.name}" or its fallbacks can take the request now (cooling down or at capacity)` }, ['retry-after', String(seconds)]);
   }
 
@@ -365,12 +459,38 @@ class RoutedCall implements GateOwner {
     const { control } = this.#request;
     return new Promise((resolve) => {
       const done = () => {
-        clearTimeout(timer);
+        cancel();
         control.onAbort(null);
         resolve();
       };
-      const timer = setTimeout(done, Math.max(0, ms));
+      const cancel = this.#env.after(Math.max(0, ms), done);
       control.onAbort(done);
     });
   }
+}
+
+/** When a request may try a deployment it failed again, and whether the provider's wait (not retry_after) set it. */
+interface Again {
+  /** performance.now(). */
+  readonly at: number;
+  readonly asked: boolean;
+  readonly reason: string;
+}
+
+/**
+ * `retry_after` after the failure; a route-rule target (no shared state to back off in) also the
+ * wait its provider asked for, which this request honours itself.
+ */
+function againOf(d: Deployment, failure: AttemptFailure, retryAfterMs: number): Again {
+  const now = performance.now();
+  const askedMs = d.slot < 0 && failure.status !== 0 ? Math.min(failure.retryAfterMs, MAX_PROVIDER_WAIT_MS) : 0;
+  if (askedMs > retryAfterMs) return { at: now + askedMs, asked: true, reason: `${failure.status} Retry-After from ${d.id}` };
+  return { at: now + retryAfterMs, asked: false, reason: CONFIGURED_WAIT };
+}
+
+/** `headers` with a Retry-After of `seconds` when it has none (`seconds` null: as it is). */
+function withRetryAfter(headers: HeaderList, seconds: string | null): HeaderList {
+  if (seconds === null) return headers;
+  for (let i = 0; i < headers.length; i += 2) if (headers[i] === 'retry-after') return headers;
+  return [...headers, 'retry-after', seconds];
 }

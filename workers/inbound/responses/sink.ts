@@ -11,7 +11,7 @@ import { wholePayload, type Payload } from '../../../protocol/channel.js';
 import type { Upstream } from '../../../protocol/config.js';
 import type { ErrorCode } from '../../../protocol/errors.js';
 import { GatewayError } from '../../../protocol/errors.js';
-import type { HeaderList, Operation, RouteLabels, Usage } from '../../../protocol/frames.js';
+import type { Backoff, HeaderList, Operation, RouteLabels, Usage } from '../../../protocol/frames.js';
 import { utf8Text } from '../../bytes.js';
 import type { ClientSink } from '../../routing/attempts.js';
 import { SseParser } from '../../sse.js';
@@ -126,8 +126,8 @@ export class ResponsesSink implements ClientSink {
     this.#inner.end(usage, upstreamMs);
   }
 
-  routed(deployment: string | null, attempts: number, fallback: string | null, labels: RouteLabels, waitedMs: number): void {
-    this.#inner.routed(deployment, attempts, fallback, labels, waitedMs);
+  routed(deployment: string | null, attempts: number, fallback: string | null, labels: RouteLabels, waitedMs: number, backoff: Backoff | null): void {
+    this.#inner.routed(deployment, attempts, fallback, labels, waitedMs, backoff);
   }
 
   fail(error: { code: ErrorCode; message: string }, headers: HeaderList = NO_HEADERS): void {
