@@ -13,7 +13,7 @@ import { describe, expect, it } from 'vitest';
 import { ROUTES, methodsByPath, type RouteSpec } from '../src/front/routes.js';
 import { VERSION } from '../protocol/version.js';
 import { availableCpus } from '../src/config/cpu-limit.js';
-import { startTestGateway, TEST_KEY, UPSTREAM_KEY, useGateway, type TestGateway } from './support/gateway.js';
+import { defaultYaml, startTestGateway, TEST_KEY, UPSTREAM_KEY, useGateway, type TestGateway } from './support/gateway.js';
 
 // ───────────────────────── helpers ─────────────────────────
 
@@ -148,7 +148,7 @@ async function waitUntil(pred: () => boolean, timeoutMs = 2000): Promise<void> {
 
 // ───────────────────────── the shared gateway ─────────────────────────
 
-const { gw, upstream } = useGateway();
+const { gw, upstream, start } = useGateway();
 
 // ───────────────────────── 1. auth ─────────────────────────
 
@@ -434,9 +434,11 @@ describe('provider response headers', () => {
     await emb.arrayBuffer();
     checkHeaders(emb, 'embeddings');
 
-    // A 429 is tried again on the lone deployment; every attempt limited, the last one passes through.
+    // A 429 asking for a pause (7 s), on a gateway of its own whose max_retry_wait is 0: passed through at once, and
+    // the back-off it begins reaches no later test.
     upstream.behave({ kind: 'status', status: 429, headers: FOREIGN });
-    const limited = await chat(gw, 'up-chat');
+    const limitedGateway = await start({ yaml: `${defaultYaml(upstream)}\nrouter_settings: { max_retry_wait: 0 }\n` });
+    const limited = await chat(limitedGateway, 'up-chat');
     expect(limited.status).toBe(429);
     await limited.arrayBuffer();
     checkHeaders(limited, '429');

@@ -14,11 +14,17 @@
  */
 import OpenAI, { APIError } from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { GEMINI_KEY, RATE_LIMITED, startGeminiUpstream, type GeminiUpstream } from './support/gemini-upstream.js';
+import { GEMINI_KEY, RATE_LIMITED, startGeminiUpstream, type GeminiError, type GeminiUpstream } from './support/gemini-upstream.js';
 import { expectNoKeyLeak, TEST_KEY, upstreamCheckStatus, UPSTREAM_KEY, useGateway } from './support/gateway.js';
 import { collect, sseEvents, WEATHER, leaveMidStream } from './support/chat-stream.js';
 
 const WRONG_KEY = 'AIzaSy-wrong-gemini-key-0123456789abcdef';
+
+/** Gemini's 429 with its RetryInfo's delay set to `retryDelay` (a protobuf Duration: `0.25s`). */
+function rateLimited(retryDelay: string): GeminiError {
+  const details = (RATE_LIMITED.details ?? []).map((d) => (d['@type'] === 'type.googleapis.com/google.rpc.RetryInfo' ? { ...d, retryDelay } : d));
+  return { ...RATE_LIMITED, details };
+}
 let gemini: GeminiUpstream;
 beforeAll(async () => {
   gemini = await startGeminiUpstream();
@@ -272,11 +278,15 @@ describe('gemini: what is refused, and errors', () => {
     expect(gemini.generations()).toHaveLength(1);
   });
 
-  it('429 with RetryInfo (every attempt): 429 passed through, Retry-After from the body\'s retry delay', async () => {
-    gemini.script({ kind: 'error', error: RATE_LIMITED }, { kind: 'error', error: RATE_LIMITED }, { kind: 'error', error: RATE_LIMITED });
+  it('429 with RetryInfo (every attempt): each retry waits the body\'s retry delay; the last 429 passed through, Retry-After from that delay', async () => {
+    const limited = rateLimited('0.25s');
+    gemini.script({ kind: 'error', error: limited }, { kind: 'error', error: limited }, { kind: 'error', error: limited });
+    const t0 = performance.now();
     const res = await gw.fetch('/v1/chat/completions', { method: 'POST', body: JSON.stringify({ model: 'flash', messages: [{ role: 'user', content: 'x' }] }) });
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(500);
+    expect(gemini.generations()).toHaveLength(3);
     expect(res.status).toBe(429);
-    expect(res.headers.get('retry-after')).toBe('7');
+    expect(res.headers.get('retry-after')).toBe('1');
     expect(await res.json()).toEqual({ error: { message: RATE_LIMITED.message, type: 'rate_limit_error', param: null, code: 'RESOURCE_EXHAUSTED' } });
   });
 
@@ -314,18 +324,21 @@ describe('gemini: errors inside a stream and the commit point', () => {
     expect(upstream.requests.filter((r) => r.path.endsWith('/chat/completions'))).toHaveLength(1);
   });
 
-  it('a 429 error body before any content on the only deployment: retried, then 429 with the retry delay as Retry-After', async () => {
-    const limited = { kind: 'stream-error', error: RATE_LIMITED, afterContent: false } as const;
+  it('a 429 error body before any content on the only deployment: retried after its retry delay, then 429 with that delay as Retry-After', async () => {
+    const limited = { kind: 'stream-error', error: rateLimited('0.25s'), afterContent: false } as const;
     gemini.script(limited, limited, limited);
+    const t0 = performance.now();
     const res = await gw.fetch('/v1/chat/completions', { method: 'POST', body: JSON.stringify({ model: 'flash', stream: true, messages: [{ role: 'user', content: 'x' }] }) });
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(500);
     expect(res.status).toBe(429);
-    expect(res.headers.get('retry-after')).toBe('7');
+    expect(res.headers.get('retry-after')).toBe('1');
     expect(((await res.json()) as { error: { code: string } }).error.code).toBe('RESOURCE_EXHAUSTED');
     expect(gemini.generations()).toHaveLength(3);
   });
 
   it('Gemini\'s error body after content is one SSE error event: the client keeps the text, no [DONE], and the SDK throws', async () => {
-    gemini.script({ kind: 'stream-error', error: RATE_LIMITED, afterContent: true });
+    // A short retry delay: the provider's back-off is honoured even when it comes after the commit, and the next request waits for it.
+    gemini.script({ kind: 'stream-error', error: rateLimited('0.25s'), afterContent: true });
     const res = await gw.fetch('/v1/chat/completions', { method: 'POST', body: JSON.stringify({ model: 'flash', stream: true, messages: [{ role: 'user', content: 'x' }] }) });
     expect(res.status).toBe(200);
     const text = await res.text();
