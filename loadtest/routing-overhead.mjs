@@ -11,7 +11,7 @@ const timeouts = { connectMs: 1000, headersMs: 60000, idleMs: 60000, totalMs: 60
 const mock = { latencyMs: 0, streamChunks: 1, chunkIntervalMs: 0, embeddingDimensions: 2, fault: 'none' };
 const mk = (alias, id) => ({ alias, id, weight: 1, order: 1, maxParallel: 0, provider: 'openai', upstreamModel: 'm', apiBase: 'http://x', credentials: { kind: 'not_required' }, responsesApi: false, timeouts, mock });
 const aliases = [mk('one', 'one-0'), ...[0,1,2,3].map((i) => mk('four', `four-${i}`))];
-const routing = { version: 1, aliases, slots: aliases.map((_, i) => i), rules: [], maxResponseBodyBytes: 1 << 20, router: { strategy: 'least-busy', numRetries: 2, retryAfterMs: 0, allowedFails: 3, cooldownMs: 30000, fallbacks: [], contextWindowFallbacks: [], streamCommitTimeoutMs: 10000, timeoutMs: null } };
+const routing = { version: 1, aliases, slots: aliases.map((_, i) => i), rules: [], maxResponseBodyBytes: 1 << 20, router: { strategy: 'least-busy', numRetries: 2, retryAfterMs: 0, allowedFails: 3, cooldownMs: 30000, fallbacks: [], contextWindowFallbacks: [], streamCommitTimeoutMs: 10000, maxRetryWaitMs: 10000, timeoutMs: null } };
 const router = new Router(routing);
 const states = new DeploymentStates(deploymentStateMemory(16, 1), 0);
 const body = new Uint8Array(10);
@@ -28,7 +28,7 @@ const adapter = {
     return Promise.resolve();
   },
 };
-const env = { states, settings: routing.router, adapterFor: () => adapter, notice: () => {}, fault: (_id, err) => { throw err; }, now: Date.now };
+const env = { states, settings: routing.router, adapterFor: () => adapter, notice: () => {}, fault: (_id, err) => { throw err; }, now: Date.now, after: (ms, fire) => { const t = setTimeout(fire, ms); return () => clearTimeout(t); } };
 const client = { reply() {}, head() {}, data() {}, end() {}, fail() {}, routed() {} };
 async function bench(name, n, f) { for (let i = 0; i < 20000; i++) await f(); const t = performance.now(); for (let i = 0; i < n; i++) await f(); const us = (performance.now() - t) * 1000 / n; console.log(name, us.toFixed(3), 'µs/call'); }
 const direct = () => { const call = { op: 'chat', upstream: aliases[0], body: {}, stream: false, requestId: 'r', maxResponseBytes: 1, control: new CallControl(), flow: new Flow(), budgetMs: 1, headersAt: 0 }; return adapter.call(call, client); };
