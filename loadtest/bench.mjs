@@ -104,6 +104,7 @@ function routingYaml(base) {
     entry('bench-pair', ''),
     entry('bench-failover', ''),
     entry('bench-failover', '/fail'),
+    entry('bench-pause', '/pause'),
     'router_settings: { routing_strategy: least-busy }\n',
   ].join('');
 }
@@ -286,6 +287,7 @@ const ROUTING_SCENARIOS = [
   { key: 'four', name: 'routing: chat c64, 4 deployments, least-busy', body: chatBody.replace('"bench-chat"', '"bench-chat4"') },
   { key: 'pair', name: 'routing: chat c64, a healthy pair', body: chatBody.replace('"bench-chat"', '"bench-pair"') },
   { key: 'failing', name: 'routing: chat c64, a pair with one deployment answering 500', body: chatBody.replace('"bench-chat"', '"bench-failover"') },
+  { key: 'pause', name: 'routing: chat c64, one deployment asking for a 50 ms pause once a second (429 retry-after-ms)', body: chatBody.replace('"bench-chat"', '"bench-pause"') },
 ];
 
 /**
@@ -477,13 +479,18 @@ const routingFigures = (name) => {
     failover: stats(m.failing.map((r, i) => r.rps / m.pair[i].rps)),
     failingErrors: m.failing.reduce((n, r) => n + r.errors, 0),
     errors: m.one.concat(m.four, m.pair).reduce((n, r) => n + r.errors, 0),
+    pause: stats(m.pause.map((r, i) => r.rps / m.one[i].rps)),
+    pauseErrors: m.pause.reduce((n, r) => n + r.errors, 0),
   };
 };
+/** What the pausing upstream saw over every run (warm-ups included): the pauses it asked for, and calls that came during one. */
+const pauseStats = nativeOnly || tracingOnly ? { pauses: 0, calls: 0, early: 0 } : await (await fetch(`${upstreamBase}/pause/stats`)).json();
 for (const name of nativeOnly || tracingOnly ? [] : switchyardModes) {
   const f = routingFigures(name);
   for (const r of ROUTING_SCENARIOS) console.log(`${r.name} [${name}]: ${fmt(median(routing[name][r.key].map((x) => x.rps)))} req/s, CPU ${fmt(median(routing[name][r.key].map((x) => x.cpuPerReqUs)), 1)} µs/req, errors ${routing[name][r.key].reduce((n, x) => n + x.errors, 0)}`);
-  console.log(`routing [${name}]: 4 deployments ÷ 1: ${spread(f.four, 3)}× (goal ≥ 0.95); failing pair ÷ healthy pair: ${spread(f.failover, 3)}× (goal ≥ 0.9); client-visible errors with a failing deployment: ${f.failingErrors} (goal ≤ allowed_fails, 3)`);
+  console.log(`routing [${name}]: 4 deployments ÷ 1: ${spread(f.four, 3)}× (goal ≥ 0.95); failing pair ÷ healthy pair: ${spread(f.failover, 3)}× (goal ≥ 0.9); client-visible errors with a failing deployment: ${f.failingErrors} (goal ≤ allowed_fails, 3); pausing deployment ÷ one: ${spread(f.pause, 3)}× (goal ≥ 0.9), client-visible errors ${f.pauseErrors} (goal 0)`);
 }
+if (!(nativeOnly || tracingOnly)) console.log(`routing: the pausing upstream asked for ${pauseStats.pauses} pauses over ${pauseStats.calls} calls; calls during a pause: ${pauseStats.early} (goal 0)`);
 // ---------------------------------------------------------------- native providers (issue 23)
 const native = await backToBack(NATIVE_SCENARIOS, routingOnly || tracingOnly);
 const nativeFigures = (name) => {
@@ -766,6 +773,9 @@ function routingTable() {
   rows.push(`| 4 deployments ÷ 1 ≥ 0.95× | ${switchyardModes.map((n) => `${spread(f[n].four, 3)}× ${mark(f[n].four.med >= 0.95)}`).join(' | ')} |`);
   rows.push(`| failing pair ÷ healthy pair ≥ 0.9× | ${switchyardModes.map((n) => `${spread(f[n].failover, 3)}× ${mark(f[n].failover.med >= 0.9)}`).join(' | ')} |`);
   rows.push(`| client-visible errors with a failing deployment ≤ 3 | ${switchyardModes.map((n) => `${f[n].failingErrors} ${mark(f[n].failingErrors <= 3)}`).join(' | ')} |`);
+  rows.push(`| a deployment pausing 50 ms a second ÷ one deployment ≥ 0.9× | ${switchyardModes.map((n) => `${spread(f[n].pause, 3)}× ${mark(f[n].pause.med >= 0.9)}`).join(' | ')} |`);
+  rows.push(`| client-visible errors with a pausing deployment = 0 | ${switchyardModes.map((n) => `${f[n].pauseErrors} ${mark(f[n].pauseErrors === 0)}`).join(' | ')} |`);
+  rows.push(`| calls reaching it during a pause it asked for = 0 (all modes, ${pauseStats.pauses} pauses, ${pauseStats.calls} calls) | ${mark(pauseStats.early === 0)} ${pauseStats.early} |`);
   return rows.join('\n');
 }
 

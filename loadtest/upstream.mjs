@@ -11,6 +11,12 @@
 // Failing: any request under /fail (POST /fail/v1/chat/completions) is answered 500, for the
 // routing scenario of npm run bench where one deployment of a pair fails every call.
 //
+// Pausing: a request under /pause (POST /pause/v1/chat/completions) is answered as chat, but the first
+// one after each whole second is answered 429 with `retry-after-ms: 50`: a provider asking for a pause,
+// for the routing scenario where a lone deployment does that. GET /pause/stats answers
+// {pauses, calls, early}: `early` counts the calls that arrived more than 5 ms into a pause (so sent
+// after the gateway read the 429, not already on their way) and before its end; it must stay 0.
+//
 // Paced streams: a stream request under /paced (POST /paced/v1/chat/completions) gets its 20 chunks
 // one per turn of the event loop, each in its own write, as a provider sends tokens as it makes
 // them; every other stream request gets all 20 in one write.
@@ -174,6 +180,29 @@ app.post('/paced/v1/chat/completions', chatRoute(false, true));
 const failed = JSON.stringify({ error: { message: 'the bench upstream fails this deployment', type: 'server_error', code: null } });
 app.post('/fail/v1/chat/completions', (res) => {
   readBody(res, () => res.cork(() => res.writeStatus('500 Internal Server Error').writeHeader('content-type', 'application/json').end(failed)));
+});
+const PAUSE_MS = 50;
+const PAUSE_EVERY_MS = 1000;
+const PAUSE_SLACK_MS = 5;
+const pause = { pauses: 0, calls: 0, early: 0, at: -Infinity, until: 0 };
+const limited = JSON.stringify({ error: { message: 'the bench upstream asks for a pause', type: 'requests', code: 'rate_limit_exceeded' } });
+app.post('/pause/v1/chat/completions', (res) => {
+  readBody(res, () => {
+    const now = performance.now();
+    pause.calls++;
+    if (now > pause.at + PAUSE_SLACK_MS && now < pause.until) pause.early++;
+    if (now - pause.at >= PAUSE_EVERY_MS) {
+      pause.at = now;
+      pause.until = now + PAUSE_MS;
+      pause.pauses++;
+      return res.cork(() => res.writeStatus('429 Too Many Requests').writeHeader('content-type', 'application/json').writeHeader('retry-after-ms', String(PAUSE_MS)).end(limited));
+    }
+    res.cork(() => res.writeStatus('200 OK').writeHeader('content-type', 'application/json').end(chat));
+  });
+});
+app.get('/pause/stats', (res) => {
+  const { pauses, calls, early } = pause;
+  res.writeHeader('content-type', 'application/json').end(JSON.stringify({ pauses, calls, early }));
 });
 app.post('/v1/embeddings', (res) => {
   readBody(res, () => res.cork(() => res.writeStatus('200 OK').writeHeader('content-type', 'application/json').end(embeddings)));
