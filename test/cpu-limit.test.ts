@@ -8,7 +8,10 @@
  * cgroup tree this process may add to (root on cgroup v1's cpu controller,
  * or on a v2 tree whose root delegates `cpu`); the taskset cases need
  * taskset (and two CPUs for the second). Elsewhere a case is reported as
- * skipped, and src/config/cpu-limit.test.ts still covers the reading itself.
+ * skipped, and src/config/cpu-limit.test.ts still covers the reading itself;
+ * but CI (CI=true) always has all three (root on this kind of machine, two
+ * CPUs, util-linux), so there a missing one fails the case instead of
+ * skipping it unseen.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
@@ -47,6 +50,13 @@ afterAll(() => {
 });
 
 const hasTaskset = spawnSync('taskset', ['-c', '0', 'true']).status === 0;
+const twoCpus = availableParallelism() >= 2;
+
+/** A case runs where its precondition holds, and always in CI, where a missing precondition is a failure. */
+const ci = process.env.CI === 'true';
+function required(what: string, holds: boolean): void {
+  expect(holds, `precondition: ${what} (CI always has it)`).toBe(true);
+}
 
 interface Seen {
   logged: { workers: unknown; worker_mode: unknown; msg: unknown };
@@ -80,19 +90,22 @@ function expected(cpus: number): Seen {
 }
 
 describe('default worker mode under a CPU limit', () => {
-  it.skipIf(limited === null)('inline in a cgroup limited to one CPU, and it says why', async () => {
+  it.runIf(ci || limited !== null)('inline in a cgroup limited to one CPU, and it says why', async () => {
+    required('a cgroup limited to one CPU can be made (root, a cpu controller, two CPUs)', limited !== null);
     const seen = await modeAtStart({ cgroup: limited! });
     expect(seen).toEqual(expected(1));
     expect(seen.status.worker_mode).toMatchObject({ workers: 0, description: 'inline: 1 CPU' });
   });
 
-  it.skipIf(!hasTaskset)('inline when the affinity allows one CPU (taskset -c 0)', async () => {
+  it.runIf(ci || hasTaskset)('inline when the affinity allows one CPU (taskset -c 0)', async () => {
+    required('taskset', hasTaskset);
     const seen = await modeAtStart({ cpus: '0' });
     expect(seen).toEqual(expected(1));
     expect(seen.status.worker_mode).toMatchObject({ workers: 0, description: 'inline: 1 CPU' });
   });
 
-  it.skipIf(!hasTaskset || availableParallelism() < 2)("the rule's count for two CPUs (taskset -c 0,1)", async () => {
+  it.runIf(ci || (hasTaskset && twoCpus))("the rule's count for two CPUs (taskset -c 0,1)", async () => {
+    required('taskset and two CPUs', hasTaskset && twoCpus);
     const seen = await modeAtStart({ cpus: '0,1' });
     expect(seen).toEqual(expected(2));
     expect(seen.status.worker_mode).toMatchObject({ reason: 'cpus', cpus: 2 });

@@ -76,7 +76,8 @@ describe('npm run bench, cut short', () => {
     expect(report).toContain('npm run bench');
   });
 
-  it('judges every target for both modes, explains each miss and raises each goal both modes beat', () => {
+  // The report's form, not its figures: a 0.3 s run's ratios swing too much to gate (the full bench, `npm run bench`, judges them).
+  it("the report's form: every target judged met or missed for both modes, each miss explained, each goal both modes beat raised", () => {
     const rows = table('Targets');
     const targets = [
       'added latency, chat c1, p50', 'added latency, chat c1, p99', 'chat c64 throughput', 'chat c64, ratio to direct',
