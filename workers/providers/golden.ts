@@ -22,6 +22,7 @@ import { isDeepStrictEqual } from 'node:util';
 import { expect, it } from 'vitest';
 import { GatewayError } from '../../protocol/errors.js';
 import { carriesContent } from '../routing/commit-gate.js';
+import { decodedEvents, SseParser } from '../sse.js';
 import type { StreamTranslator } from './translating-relay.js';
 
 export interface Golden<T> {
@@ -99,17 +100,40 @@ export function requestGoldens<O>(dir: string, key: string, translate: (chat: Re
  */
 export function translatedStream(
   translator: StreamTranslator,
-  events: ReadonlyArray<{ readonly event?: string; readonly data: unknown }>,
+  events: ReadonlyArray<RecordedEvent | { readonly event?: string; readonly data: unknown }>,
   describe: (err: unknown) => unknown,
 ): { chunks: unknown[]; failure: unknown } {
   let sse = '';
   try {
-    for (const { event, data } of events) sse = judged(translator, sse + translator.event(event ?? null, JSON.stringify(data)));
+    for (const e of events) sse = judged(translator, sse + translator.event(e.event ?? null, 'raw' in e ? e.raw : JSON.stringify(e.data)));
     sse = judged(translator, sse + translator.end());
   } catch (err) {
     return { chunks: sseData(sse), failure: describe(err) };
   }
   return { chunks: sseData(sse), failure: null };
+}
+
+/** One event of a recorded stream as the provider's parser hands it on: its name, and its data as sent. */
+export interface RecordedEvent {
+  readonly event?: string;
+  readonly raw: string;
+}
+
+/**
+ * A provider's SSE text, copied as it was recorded, as the gateway's SSE parser (workers/sse.ts)
+ * hands it to a translator: each event's `event:` name and its data, byte for byte.
+ */
+export function recordedSse(text: string): RecordedEvent[] {
+  const parser = new SseParser(1 << 24);
+  const out: RecordedEvent[] = [];
+  for (const batch of [parser.push(encoder.encode(text)), parser.finish()]) {
+    const { events, names } = decodedEvents(batch);
+    events.forEach((raw, i) => {
+      const event = names?.[i];
+      out.push(event === null || event === undefined ? { raw } : { event, raw });
+    });
+  }
+  return out;
 }
 
 /**
