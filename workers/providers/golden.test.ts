@@ -1,9 +1,9 @@
 /**
  * golden.ts's update mode (issue 34): a run with UPDATE_GOLDEN=1 that rewrites a golden file
  * fails that file's test, a file anchored outside the translator (`source`) is never rewritten,
- * and the mode is refused under CI.
+ * and the mode is refused under CI; and every translator has goldens anchored outside it.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -70,5 +70,36 @@ describe('UPDATE_GOLDEN under CI', () => {
   it('CI alone, or CI=false with UPDATE_GOLDEN, is no refusal', () => {
     expect(goldenUpdateMode({ CI: 'true' })).toBe(false);
     expect(goldenUpdateMode({ UPDATE_GOLDEN: '1', CI: 'false' })).toBe(true);
+  });
+});
+
+describe('every translator has goldens anchored outside it (issue 34): a reply, a stream with a tool call and an error, each citing its source', () => {
+  const root = join(import.meta.dirname, '..');
+  type Anchored = { name: string; body: Record<string, unknown> };
+  const anchored = (dir: string): Anchored[] =>
+    readdirSync(dir)
+      .filter((name) => name.endsWith('.json'))
+      .map((name) => ({ name, body: JSON.parse(readFileSync(join(dir, name), 'utf8')) as Record<string, unknown> }))
+      .filter(({ body }) => typeof body.source === 'string');
+  /** A source is a repository at a full commit with a path, or a documentation URL. */
+  const cited = (source: string) => /^[\w.-]+\/[\w.-]+@[0-9a-f]{40} \S+/.test(source) && (/:\d+/.test(source) || /https:\/\//.test(source) || /\.(bin|txt)\b/.test(source));
+  const hasToolCallChunk = (chunks: unknown) =>
+    Array.isArray(chunks) && chunks.some((c) => typeof c === 'object' && c !== null && ((c as { choices?: Array<{ delta?: { tool_calls?: unknown } }> }).choices ?? []).some((choice) => Array.isArray(choice.delta?.tool_calls)));
+
+  it.each(['anthropic', 'gemini', 'bedrock', 'azure'])('%s', (provider) => {
+    const files = anchored(join(root, 'providers', provider, 'golden'));
+    for (const { name, body } of files) expect(cited(body.source as string), `${name}: ${String(body.source)}`).toBe(true);
+    expect(files.filter((f) => f.name.startsWith('response-')).length, 'an anchored reply').toBeGreaterThan(0);
+    expect(files.filter((f) => f.name.startsWith('stream-') && hasToolCallChunk(f.body.chunks)).length, 'an anchored stream with a tool call').toBeGreaterThan(0);
+    expect(files.filter((f) => f.name.startsWith('error-')).length, 'an anchored error').toBeGreaterThan(0);
+  });
+
+  it('responses (inbound)', () => {
+    const files = anchored(join(root, 'inbound', 'responses', 'golden'));
+    for (const { name, body } of files) expect(cited(body.source as string), `${name}: ${String(body.source)}`).toBe(true);
+    const events = (f: Anchored) => (f.body.events as Array<{ event: string }> | undefined) ?? [];
+    expect(files.filter((f) => f.name.startsWith('response-')).length, 'an anchored reply').toBeGreaterThan(0);
+    expect(files.filter((f) => events(f).some((e) => e.event === 'response.function_call_arguments.delta')).length, 'an anchored stream with a tool call').toBeGreaterThan(0);
+    expect(files.filter((f) => f.body.failure !== undefined && events(f).some((e) => e.event === 'response.failed')).length, 'an anchored failure').toBeGreaterThan(0);
   });
 });
