@@ -68,11 +68,14 @@ function relayed(relay: StreamRelay, bytes: Uint8Array, cuts: number[], parser: 
   return out;
 }
 
-function streams(dir: string): Array<{ name: string; events: Array<{ event?: string; data: unknown }>; options?: StreamOptions & GeminiStreamOptions }> {
+/** A golden stream: its events (each data as JSON), or, for a recorded one, the SSE text as recorded (`sse`). */
+type StreamGolden = { name: string; events: Array<{ event?: string; data: unknown }>; sse?: string; options?: StreamOptions & GeminiStreamOptions };
+
+function streams(dir: string): StreamGolden[] {
   const path = join(import.meta.dirname, '..', 'workers', 'providers', dir, 'golden');
   return readdirSync(path)
     .filter((name) => name.startsWith('stream-'))
-    .map((name) => ({ name, ...(JSON.parse(readFileSync(join(path, name), 'utf8')) as { events: Array<{ event?: string; data: unknown }>; options?: StreamOptions & GeminiStreamOptions }) }));
+    .map((name) => ({ name, ...(JSON.parse(readFileSync(join(path, name), 'utf8')) as Omit<StreamGolden, 'name'>) }));
 }
 
 const cutsArb = fc.array(fc.nat(), { maxLength: 40 });
@@ -96,17 +99,20 @@ function eventStreamBytes(messages: Array<{ messageType?: string; name: string; 
   return Uint8Array.from(frames.flatMap((f) => [...f]));
 }
 
-function bedrockStreams(): Array<{ name: string; messages: Array<{ messageType?: string; name: string; payload: unknown }>; options: ConverseStreamOptions }> {
+/** A golden Bedrock stream: its messages, or, for a recorded one, the event-stream bytes as recorded (`eventStreamBase64`). */
+type BedrockGolden = { name: string; messages: Array<{ messageType?: string; name: string; payload: unknown }>; eventStreamBase64?: string; options: ConverseStreamOptions };
+
+function bedrockStreams(): BedrockGolden[] {
   const path = join(import.meta.dirname, '..', 'workers', 'providers', 'bedrock', 'golden');
   return readdirSync(path)
     .filter((name) => name.startsWith('stream-'))
-    .map((name) => ({ name, ...(JSON.parse(readFileSync(join(path, name), 'utf8')) as { messages: Array<{ messageType?: string; name: string; payload: unknown }>; options: ConverseStreamOptions }) }));
+    .map((name) => ({ name, ...(JSON.parse(readFileSync(join(path, name), 'utf8')) as Omit<BedrockGolden, 'name'>) }));
 }
 
 describe('any split of a provider stream gives the client the same stream', () => {
   for (const golden of streams('anthropic')) {
     it(`anthropic ${golden.name}`, () => {
-      const bytes = encoder.encode(sseText(golden.events));
+      const bytes = encoder.encode(golden.sse ?? sseText(golden.events));
       const fresh = () => new TranslatingRelay(new MessagesStreamTranslator(golden.options as StreamOptions));
       const whole = relayed(fresh(), bytes, []);
       fc.assert(fc.property(cutsArb, (cuts) => relayed(fresh(), bytes, cuts) === whole), { numRuns: 200 });
@@ -127,7 +133,7 @@ describe('any split of a provider stream gives the client the same stream', () =
   }
   for (const golden of bedrockStreams()) {
     it(`bedrock ${golden.name} (AWS event stream)`, () => {
-      const bytes = eventStreamBytes(golden.messages);
+      const bytes = golden.eventStreamBase64 === undefined ? eventStreamBytes(golden.messages) : new Uint8Array(Buffer.from(golden.eventStreamBase64, 'base64'));
       const run = (cuts: number[]) => relayed(new TranslatingRelay(new ConverseStreamTranslator(golden.options)), bytes, cuts, new EventStreamParser(decode, 1 << 20));
       const whole = run([]);
       expect(whole).toMatch(/\[DONE\]|failed: /);

@@ -6,12 +6,14 @@
  * bedrock-upstream.test.ts:
  * - every request is authenticated as AWS does: a Bedrock API key as
  *   `Authorization: Bearer`, or a SigV4 signature VERIFIED by recomputing
- *   it (@smithy/signature-v4) from the request as received (method, path,
- *   query, the signed headers, the body's bytes) and the fake's own
- *   credentials; a signature more than 5 minutes from the fake's clock
- *   (which a test may set apart) is refused as AWS refuses it. Refusals
- *   are 403s (`UnrecognizedClientException`, `InvalidSignatureException`,
- *   `MissingAuthenticationTokenException`);
+ *   it from the request as received (method, target, the signed header
+ *   lines, the body's bytes) and the fake's own credentials, by sigv4.ts:
+ *   a verifier of its own, not the signer the gateway uses
+ *   (@smithy/signature-v4), checked against AWS's published SigV4 test
+ *   suite (sigv4.test.ts). A signature more than 5 minutes from the
+ *   fake's clock (which a test may set apart) is refused as AWS refuses
+ *   it. Refusals are 403s (`UnrecognizedClientException`,
+ *   `InvalidSignatureException`, `MissingAuthenticationTokenException`);
  * - `POST /model/<id>/converse`: checks the request as Converse does (known
  *   fields, turns alternating from `user`, no blank text block, each
  *   assistant turn's `toolUse` answered by `toolResult` blocks in the next
@@ -30,13 +32,11 @@
  * - errors as `{"message": …}` with `x-amzn-errortype` and
  *   `x-amzn-requestid`.
  */
-import { createHash } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import { EventStreamCodec, type MessageHeaders } from '@smithy/eventstream-codec';
-import { Hash } from '@smithy/hash-node';
-import { SignatureV4 } from '@smithy/signature-v4';
 import { fromUtf8, toUtf8 } from '@smithy/util-utf8';
 import { sendJson, startFakeServer, type FakeRequest, type FakeServer } from './http-fake.js';
+import { verifySigV4, type SignedRequest, type SigV4Refusal, type SigV4Scope } from './sigv4.js';
 
 export const BEDROCK_REGION = 'us-east-1';
 /** The fake's AWS credentials (the documentation's example key pair, as the SDK's tests use). */
@@ -93,7 +93,6 @@ export interface BedrockUpstream extends FakeServer {
 
 const KNOWN_FIELDS = new Set(['messages', 'system', 'inferenceConfig', 'toolConfig', 'guardrailConfig', 'additionalModelRequestFields', 'promptVariables', 'additionalModelResponseFieldPaths', 'requestMetadata', 'performanceConfig', 'serviceTier']);
 const INFERENCE_FIELDS = new Set(['maxTokens', 'temperature', 'topP', 'stopSequences']);
-const MAX_SKEW_MS = 5 * 60_000;
 
 const codec = new EventStreamCodec(toUtf8, fromUtf8);
 
@@ -105,7 +104,8 @@ export async function startBedrockUpstream(): Promise<BedrockUpstream> {
   const server = await startFakeServer((req, res, { later, alive }) => {
     const requestId = `fake-${String(++served).padStart(4, '0')}-0000-0000-0000-000000000000`;
     const headers = { 'x-amzn-requestid': requestId };
-    void authenticate(req, Date.now() + state.skewMs).then((refusal) => {
+    {
+      const refusal = authenticate(req, Date.now() + state.skewMs);
       if (refusal !== null) {
         refused.push(`${refusal.type}: ${refusal.message}`);
         return bedrockError(res, 403, refusal.type, refusal.message, headers);
@@ -139,7 +139,7 @@ export async function startBedrockUpstream(): Promise<BedrockUpstream> {
         case 'hang':
           return write([eventFrame('messageStart', { role: 'assistant' })], 0, false);
       }
-    });
+    }
   });
   return {
     ...server,
@@ -170,11 +170,6 @@ const withModel = (requests: FakeRequest[]) => requests.map((r) => Object.assign
 
 // ── authentication ──
 
-interface Refusal {
-  readonly type: string;
-  readonly message: string;
-}
-
 interface Identity {
   readonly accessKeyId: string;
   readonly secretAccessKey: string;
@@ -186,58 +181,27 @@ const IDENTITIES = new Map<string, Identity>([
   [AWS_SESSION_KEYS.accessKeyId, AWS_SESSION_KEYS],
 ]);
 
-const AUTHORIZATION = /^AWS4-HMAC-SHA256 Credential=([^/]+)\/(\d{8})\/([^/]+)\/([^/]+)\/aws4_request, ?SignedHeaders=([a-z0-9;-]+), ?Signature=([0-9a-f]{64})$/;
+/** Bedrock runtime's SigV4 scope as seen by the fake, at the fake's clock `now`. */
+export const bedrockScope = (now: number): SigV4Scope => ({ service: 'bedrock', region: BEDROCK_REGION, identity: (id) => IDENTITIES.get(id), now });
 
-/** Null when AWS would take the request's credentials and signature; else its 403. */
-async function authenticate(req: FakeRequest, now: number): Promise<Refusal | null> {
+/** A request the fake received, as the verifier reads it: target, header lines and body as they arrived. */
+export function signedRequestOf(req: FakeRequest): SignedRequest {
+  const headers: Array<[string, string]> = [];
+  for (let i = 0; i + 1 < req.rawHeaders.length; i += 2) headers.push([req.rawHeaders[i] as string, req.rawHeaders[i + 1] as string]);
+  return { method: req.method, target: req.target, headers, body: req.raw };
+}
+
+/**
+ * Null when AWS would take the request's credentials: a Bedrock API key as `Authorization:
+ * Bearer`, or a SigV4 signature (sigv4.ts, checked against AWS's published suite); else its 403.
+ */
+function authenticate(req: FakeRequest, now: number): SigV4Refusal | null {
   const authorization = String(req.headers.authorization ?? '');
   if (authorization.startsWith('Bearer ')) {
     return authorization.slice(7) === BEDROCK_API_KEY ? null : { type: 'UnrecognizedClientException', message: 'The security token included in the request is invalid.' };
   }
-  const parsed = AUTHORIZATION.exec(authorization);
-  if (parsed === null) return { type: 'MissingAuthenticationTokenException', message: 'Missing Authentication Token' };
-  const [, keyId, day, region, service, signedList, signature] = parsed as unknown as string[];
-  const identity = IDENTITIES.get(keyId as string);
-  if (identity === undefined) return { type: 'UnrecognizedClientException', message: 'The security token included in the request is invalid.' };
-  if (service !== 'bedrock' || region !== BEDROCK_REGION) return { type: 'InvalidSignatureException', message: `Credential should be scoped to a valid region and service ('${String(region)}', '${String(service)}').` };
-  if (identity.sessionToken !== undefined && req.headers['x-amz-security-token'] !== identity.sessionToken) {
-    return { type: 'UnrecognizedClientException', message: 'The security token included in the request is invalid.' };
-  }
-  const amzDate = String(req.headers['x-amz-date'] ?? '');
-  const at = Date.parse(amzDate.replace(/^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z$/, '$1-$2-$3T$4:$5:$6Z'));
-  if (Number.isNaN(at) || !amzDate.startsWith(day as string)) return { type: 'InvalidSignatureException', message: 'Date in Credential scope does not match YYYYMMDD from ISO-8601 version of date from HTTP' };
-  if (Math.abs(now - at) > MAX_SKEW_MS) {
-    const words = now > at ? 'expired' : 'not yet current';
-    return { type: 'InvalidSignatureException', message: `Signature ${words}: ${amzDate} is now ${now > at ? 'earlier' : 'later'} than ${compact(now - (now > at ? MAX_SKEW_MS : -MAX_SKEW_MS))} (${compact(now)} ${now > at ? '-' : '+'} 5 min.)` };
-  }
-  const claimed = req.headers['x-amz-content-sha256'];
-  if (claimed !== undefined && claimed !== createHash('sha256').update(req.raw).digest('hex')) {
-    return { type: 'InvalidSignatureException', message: 'The provided x-amz-content-sha256 header does not match what was computed.' };
-  }
-  const signed = (signedList as string).split(';');
-  const headers: Record<string, string> = {};
-  for (const name of signed) {
-    const value = req.headers[name];
-    if (value === undefined) return { type: 'InvalidSignatureException', message: `Signed header ${name} is missing` };
-    headers[name] = Array.isArray(value) ? value.join(',') : value;
-  }
-  const signer = new SignatureV4({ credentials: identity, region: BEDROCK_REGION, service: 'bedrock', sha256: Hash.bind(null, 'sha256') });
-  const expected = await signer.sign(
-    { method: req.method, protocol: 'http:', hostname: '127.0.0.1', path: req.path, query: Object.fromEntries(req.query), headers, body: req.raw.length > 0 ? new Uint8Array(req.raw) : undefined },
-    { signingDate: new Date(at), signingRegion: BEDROCK_REGION, signingService: 'bedrock', signableHeaders: new Set(signed) },
-  );
-  const recomputed = /Signature=([0-9a-f]{64})$/.exec(String(expected.headers.authorization))?.[1];
-  if (recomputed !== signature) {
-    return {
-      type: 'InvalidSignatureException',
-      message: 'The request signature we calculated does not match the signature you provided. Check your AWS Secret Access Key and signing method. Consult the service documentation for details.',
-    };
-  }
-  return null;
+  return verifySigV4(signedRequestOf(req), bedrockScope(now));
 }
-
-/** AWS's compact ISO 8601 form, as the messages quote times. */
-const compact = (ms: number): string => new Date(ms).toISOString().replace(/[-:]|\.\d{3}/g, '');
 
 // ── answers ──
 

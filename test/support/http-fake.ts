@@ -13,7 +13,11 @@ export interface FakeRequest {
   readonly method: string;
   readonly path: string;
   readonly query: URLSearchParams;
+  /** The request target as sent (path and query, not decoded). */
+  readonly target: string;
   readonly headers: IncomingMessage['headers'];
+  /** Every header line as sent, [name, value, name, value, …] (node's rawHeaders: repeats kept, in order). */
+  readonly rawHeaders: readonly string[];
   /** The body parsed as JSON ({} when there was none or it was not JSON). */
   readonly body: Record<string, unknown>;
   /** The body's bytes as received. */
@@ -46,7 +50,7 @@ export async function startFakeServer(handler: FakeHandler): Promise<FakeServer>
   const server = http.createServer((req, res) => {
     onJsonBody(req, (body, raw) => {
       const url = new URL(req.url ?? '/', 'http://fake');
-      const record: FakeRequest = { method: req.method ?? 'GET', path: url.pathname, query: url.searchParams, headers: req.headers, body, raw, aborted: false, done: false };
+      const record: FakeRequest = { method: req.method ?? 'GET', path: url.pathname, query: url.searchParams, target: req.url ?? '/', headers: req.headers, rawHeaders: req.rawHeaders, body, raw, aborted: false, done: false };
       received.push(record);
       open++;
       res.on('close', () => {

@@ -1,44 +1,78 @@
 /**
  * The golden files of the translator tests (workers/providers/<name>/golden/*.json):
  * a provider's recorded-style request, answer or stream in, the compatible
- * form out, as Envoy AI Gateway tests its translators. `UPDATE_GOLDEN=1`
- * writes what the translator gives now into each file's expected side, to
- * be read in the diff before it is committed.
+ * form out, as Envoy AI Gateway tests its translators.
+ *
+ * Two kinds of file (issue 34):
+ * - a file with a `source` field is anchored outside the translator: its
+ *   input is copied from the provider SDK's own test fixtures, a recording
+ *   of the real service or the provider's documented examples (the field
+ *   says which, at which commit and line), and its expected side was
+ *   written by hand from CONTRACT.md. It is never rewritten: a translator
+ *   that disagrees with it is the bug;
+ * - any other file was written with the translator's help, and
+ *   `UPDATE_GOLDEN=1` rewrites its expected side when the translator gives
+ *   something else. Such a run is a tool, never a pass: each file it
+ *   rewrites fails its test ("rewritten; review the diff and run again
+ *   without UPDATE_GOLDEN"), and under `CI=true` the mode is refused.
  */
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { isDeepStrictEqual } from 'node:util';
 import { expect, it } from 'vitest';
 import { GatewayError } from '../../protocol/errors.js';
 import { carriesContent } from '../routing/commit-gate.js';
+import { decodedEvents, SseParser } from '../sse.js';
 import type { StreamTranslator } from './translating-relay.js';
 
 export interface Golden<T> {
   readonly name: string;
   readonly case: T;
-  /** Checks `actual` against the file's `key`, or writes it there under UPDATE_GOLDEN. */
+  /** Where the input was copied from, for a file anchored outside the translator (never rewritten); else null. */
+  readonly source: string | null;
+  /**
+   * Checks `actual` against the file's `key`. Under UPDATE_GOLDEN a file without a `source` gets
+   * `actual` written there when it differs, and the check fails all the same.
+   */
   expectAt(key: keyof T & string, actual: unknown): void;
 }
 
+/** The environment the golden files read their mode from (process.env, or a test's). */
+export type GoldenEnv = Readonly<Record<string, string | undefined>>;
+
+/** Whether the run rewrites golden files; UPDATE_GOLDEN under CI is refused (thrown). */
+export function goldenUpdateMode(env: GoldenEnv = process.env): boolean {
+  if (env.UPDATE_GOLDEN !== '1') return false;
+  if (env.CI !== undefined && env.CI !== '' && env.CI !== 'false' && env.CI !== '0') {
+    throw new Error('UPDATE_GOLDEN=1 is refused under CI: golden files are checked in CI, never written (run it locally and commit the reviewed diff)');
+  }
+  return true;
+}
+
 /** Every golden file of `dir` whose name starts with `prefix`. */
-export function goldenFiles<T>(dir: string, prefix: string): Array<Golden<T>> {
+export function goldenFiles<T>(dir: string, prefix: string, env: GoldenEnv = process.env): Array<Golden<T>> {
+  const update = goldenUpdateMode(env);
   return readdirSync(dir)
     .filter((name) => name.startsWith(prefix) && name.endsWith('.json'))
     .sort()
     .map((name) => {
       const path = join(dir, name);
-      const parsed = JSON.parse(readFileSync(path, 'utf8')) as T;
+      const parsed = JSON.parse(readFileSync(path, 'utf8')) as T & { source?: unknown };
+      const source = typeof parsed.source === 'string' ? parsed.source : null;
       return {
         name,
         case: parsed,
+        source,
         expectAt(key, actual) {
           const plain = JSON.parse(JSON.stringify(actual)) as unknown;
-          if (process.env.UPDATE_GOLDEN === '1') {
+          const expected = (parsed as Record<string, unknown>)[key];
+          if (update && source === null && !isDeepStrictEqual(plain, expected)) {
             const current = JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>;
             current[key] = plain;
             writeFileSync(path, `${JSON.stringify(current, null, 2)}\n`);
-            return;
+            throw new Error(`${name}: "${key}" rewritten; review the diff and run again without UPDATE_GOLDEN`);
           }
-          expect(plain).toEqual((parsed as Record<string, unknown>)[key]);
+          expect(plain, `${name}: "${key}"${source === null ? '' : ' (anchored outside the translator: never rewritten)'}`).toEqual(expected);
         },
       };
     });
@@ -66,17 +100,40 @@ export function requestGoldens<O>(dir: string, key: string, translate: (chat: Re
  */
 export function translatedStream(
   translator: StreamTranslator,
-  events: ReadonlyArray<{ readonly event?: string; readonly data: unknown }>,
+  events: ReadonlyArray<RecordedEvent | { readonly event?: string; readonly data: unknown }>,
   describe: (err: unknown) => unknown,
 ): { chunks: unknown[]; failure: unknown } {
   let sse = '';
   try {
-    for (const { event, data } of events) sse = judged(translator, sse + translator.event(event ?? null, JSON.stringify(data)));
+    for (const e of events) sse = judged(translator, sse + translator.event(e.event ?? null, 'raw' in e ? e.raw : JSON.stringify(e.data)));
     sse = judged(translator, sse + translator.end());
   } catch (err) {
     return { chunks: sseData(sse), failure: describe(err) };
   }
   return { chunks: sseData(sse), failure: null };
+}
+
+/** One event of a recorded stream as the provider's parser hands it on: its name, and its data as sent. */
+export interface RecordedEvent {
+  readonly event?: string;
+  readonly raw: string;
+}
+
+/**
+ * A provider's SSE text, copied as it was recorded, as the gateway's SSE parser (workers/sse.ts)
+ * hands it to a translator: each event's `event:` name and its data, byte for byte.
+ */
+export function recordedSse(text: string): RecordedEvent[] {
+  const parser = new SseParser(1 << 24);
+  const out: RecordedEvent[] = [];
+  for (const batch of [parser.push(encoder.encode(text)), parser.finish()]) {
+    const { events, names } = decodedEvents(batch);
+    events.forEach((raw, i) => {
+      const event = names?.[i];
+      out.push(event === null || event === undefined ? { raw } : { event, raw });
+    });
+  }
+  return out;
 }
 
 /**

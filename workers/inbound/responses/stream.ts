@@ -116,11 +116,16 @@ export class ResponsesStream {
     return this.#take();
   }
 
-  /** The stream failed after it started: `error`, then `response.failed` with what was made so far. */
+  /**
+   * The stream failed after it started: `error`, then `response.failed` with what was made so far;
+   * an item still open then will never be finished, so the failed response holds it `incomplete`
+   * (the status a cut-off item has), never `in_progress`.
+   */
   fail(code: string, message: string): string {
     if (this.#finished) return '';
     this.#start(null);
     this.#finished = true;
+    for (const item of this.#output) if (item.status === 'in_progress') item.status = 'incomplete';
     this.#emit('error', { code, message, param: null });
     this.#emit('response.failed', this.#response({ status: 'failed', error: { code, message }, incompleteDetails: null }));
     return this.#take();

@@ -8,7 +8,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { GatewayError } from '../../../protocol/errors.js';
 import { AttemptFailure } from '../../routing/failure.js';
-import { expectUnsupported, goldenFiles, refusalOf, requestGoldens, sseData, translatedStream } from '../golden.js';
+import { expectUnsupported, goldenFiles, recordedSse, refusalOf, requestGoldens, sseData, translatedStream } from '../golden.js';
 import { anthropicError, anthropicHeaders } from './errors.js';
 import { toMessagesRequest, type RequestOptions } from './request.js';
 import { toChatCompletion, type ResponseOptions } from './response.js';
@@ -31,13 +31,16 @@ describe('Anthropic message → chat.completion (golden files)', () => {
 interface StreamCase {
   about: string;
   options: StreamOptions;
-  events: Array<{ event: string; data: unknown }>;
+  /** The events, each data as JSON (files written for the translator); or, for a recorded stream, */
+  events?: Array<{ event: string; data: unknown }>;
+  /** the SSE text as recorded (files with a `source`), read by the gateway's SSE parser. */
+  sse?: string;
   chunks: unknown;
   failure: unknown;
 }
 
 /** Feeds the events one by one; the chunks sent until the end or the failure, and the failure. */
-function translateEvents(options: StreamOptions, events: StreamCase['events']): { chunks: unknown[]; failure: unknown } {
+function translateEvents(options: StreamOptions, events: Parameters<typeof translatedStream>[1]): { chunks: unknown[]; failure: unknown } {
   return translatedStream(new MessagesStreamTranslator(options), events, (err) =>
     err instanceof AttemptFailure ? { kind: err.kind, code: err.code, status: err.status, message: err.message, detail: err.detail } : { code: (err as GatewayError).code, message: (err as Error).message },
   );
@@ -46,7 +49,7 @@ function translateEvents(options: StreamOptions, events: StreamCase['events']): 
 describe('Anthropic stream → chat.completion.chunk events (golden files)', () => {
   for (const golden of goldenFiles<StreamCase>(DIR, 'stream-')) {
     it(`${golden.name}: ${golden.case.about}`, () => {
-      const { chunks, failure } = translateEvents(golden.case.options, golden.case.events);
+      const { chunks, failure } = translateEvents(golden.case.options, golden.case.events ?? recordedSse(golden.case.sse ?? ''));
       golden.expectAt('chunks', chunks);
       golden.expectAt('failure', failure);
       // CONTRACT.md, Streams: exactly one role chunk, the first.

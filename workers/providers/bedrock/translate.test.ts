@@ -51,13 +51,16 @@ describe('Converse answer → chat.completion (golden files)', () => {
 interface StreamCase {
   about: string;
   options: StreamOptions;
-  messages: Array<{ messageType?: string; name: string; payload: unknown }>;
+  /** The decoded messages (files written for the translator); or, for a recorded stream, */
+  messages?: Array<{ messageType?: string; name: string; payload: unknown }>;
+  /** the event-stream bytes as recorded, base64 (files with a `source`), read by the adapter's EventStreamParser. */
+  eventStreamBase64?: string;
   chunks: unknown;
   failure: unknown;
 }
 
 /** A golden message as the parser hands it on: its event name (exceptions and errors prefixed) and payload. */
-const asEvent = (m: StreamCase['messages'][number]): { name: string; data: string } => ({
+const asEvent = (m: NonNullable<StreamCase['messages']>[number]): { name: string; data: string } => ({
   name: m.messageType === 'exception' ? EXCEPTION + m.name : m.messageType === 'error' ? ERROR + m.name : m.name,
   data: typeof m.payload === 'string' ? m.payload : JSON.stringify(m.payload),
 });
@@ -67,15 +70,20 @@ const failureOf = (err: unknown) =>
     ? { kind: err.kind, code: err.code, status: err.status, message: err.message, detail: err.detail, answer: err.answer === null ? null : { status: err.answer.status, body: JSON.parse(toUtf8(err.answer.body as Uint8Array)) as unknown } }
     : { code: (err as GatewayError).code, message: (err as Error).message };
 
+/** Recorded event-stream bytes as the adapter's parser hands them on (aws.ts: prelude, CRCs and headers read by the codec). */
+function recordedMessages(base64: string): Array<{ name: string; data: string }> {
+  const parser = new EventStreamParser(decode, 1 << 20);
+  const out: Array<{ name: string; data: string }> = [];
+  for (const batch of [parser.push(Buffer.from(base64, 'base64')), parser.finish()]) batch.events.forEach((data, i) => out.push({ name: batch.names?.[i] ?? '', data }));
+  return out;
+}
+
 /** Feeds the messages one by one; the chunks sent until the end or the failure, and the failure. */
-function translateMessages(options: StreamOptions, messages: StreamCase['messages']): { chunks: unknown[]; failure: unknown } {
+function translateMessages(options: StreamOptions, events: Array<{ name: string; data: string }>): { chunks: unknown[]; failure: unknown } {
   const translator = new ConverseStreamTranslator(options);
   let sse = '';
   try {
-    for (const message of messages) {
-      const { name, data } = asEvent(message);
-      sse = judged(translator, sse + translator.event(name, data));
-    }
+    for (const { name, data } of events) sse = judged(translator, sse + translator.event(name, data));
     sse = judged(translator, sse + translator.end());
   } catch (err) {
     return { chunks: sseData(sse), failure: failureOf(err) };
@@ -86,7 +94,8 @@ function translateMessages(options: StreamOptions, messages: StreamCase['message
 describe('ConverseStream → chat.completion.chunk events (golden files)', () => {
   for (const golden of goldenFiles<StreamCase>(DIR, 'stream-')) {
     it(`${golden.name}: ${golden.case.about}`, () => {
-      const { chunks, failure } = translateMessages(golden.case.options, golden.case.messages);
+      const events = golden.case.messages?.map(asEvent) ?? recordedMessages(golden.case.eventStreamBase64 ?? '');
+      const { chunks, failure } = translateMessages(golden.case.options, events);
       golden.expectAt('chunks', chunks);
       golden.expectAt('failure', failure);
       // CONTRACT.md, Streams: exactly one role chunk, the first.
