@@ -40,6 +40,8 @@ export const ERRORS = {
   upstream_redirect: { status: 502, message: 'the provider answered with a redirect, which the gateway does not follow' },
   // CONTRACT.md, HTTP: a provider 401/403 rejects the gateway's own credentials, not the caller's.
   upstream_auth_failed: { status: 502, message: 'the provider rejected the gateway credentials for this model' },
+  // CONTRACT.md, Native providers: a bedrock deployment on the standard AWS credential chain, which gave none (the message names the sources it tried).
+  upstream_credentials_unavailable: { status: 502, message: 'the AWS credential chain gave no credentials for this model' },
   // CONTRACT.md, Routing for high volume: every deployment of the group and its fallbacks is cooling or at its cap.
   no_deployment_available: { status: 503, message: 'no deployment of this model can take the request now; retry after the Retry-After delay' },
   worker_crashed: { status: 502, message: 'the worker handling this request stopped' },
