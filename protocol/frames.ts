@@ -256,8 +256,10 @@ export interface AwsChainStateFrame {
   readonly expiresAt: number | null;
   /** The SDK provider that produced them, as the SDK names it (`fromTokenFile`, `fromHttp/fromContainerMetadata`…); null on failure. */
   readonly source: string | null;
-  /** Why the chain gave none, naming each source it tried; null when ok. */
+  /** Why the chain gave none, naming each source it tried and its reason; null when ok. */
   readonly error: string | null;
+  /** The names alone of the sources the failed chain tried, in order (`fromEnv`, …); empty when ok. */
+  readonly tried: readonly string[];
 }
 
 /** A sampled call's upstream attempts, sent once the call is over in the worker; the front makes one CLIENT span of each. */

@@ -21,9 +21,11 @@ export interface AwsChainStatus {
   readonly source: string | null;
   /** Why the chain gave none, naming the sources it tried (no secret: the worker redacted it). */
   readonly error: string | null;
+  /** The names of the sources the failed chain tried. */
+  readonly tried: readonly string[];
 }
 
-const PENDING: AwsChainStatus = Object.freeze({ state: 'pending', expiresAt: null, source: null, error: null });
+const PENDING: AwsChainStatus = Object.freeze({ state: 'pending', expiresAt: null, source: null, error: null, tried: [] });
 
 export class AwsChainStates {
   readonly #byRegion = new Map<string, AwsChainStatus>();
@@ -36,9 +38,9 @@ export class AwsChainStates {
   /** A worker's report. The last report wins (every worker runs its own chain); a change of state is logged. */
   report(frame: AwsChainStateFrame): void {
     const before = this.status(frame.region);
-    this.#byRegion.set(frame.region, Object.freeze({ state: frame.state, expiresAt: frame.expiresAt, source: frame.source, error: frame.error }));
+    this.#byRegion.set(frame.region, Object.freeze({ state: frame.state, expiresAt: frame.expiresAt, source: frame.source, error: frame.error, tried: frame.tried }));
     if (frame.state === 'failed' && before.state !== 'failed') {
-      this.#log.error({ event: 'aws_credentials_failed', region: frame.region, error: frame.error }, `the AWS credential chain (${frame.region}) gave no credentials: ${frame.error ?? ''}`);
+      this.#log.error({ event: 'aws_credentials_failed', region: frame.region, tried: frame.tried, error: frame.error }, `the AWS credential chain (${frame.region}) gave no credentials; tried ${frame.tried.join(', ')}`);
     } else if (frame.state === 'ok' && before.state === 'failed') {
       this.#log.info({ event: 'aws_credentials_recovered', region: frame.region, source: frame.source, expires_at: isoOrNull(frame.expiresAt) }, `the AWS credential chain (${frame.region}) has credentials again`);
     }

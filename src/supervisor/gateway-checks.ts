@@ -48,8 +48,9 @@ export function credentialsCheck(routing: () => RoutingConfig, chain?: AwsChainR
       if (regions.some((region) => chain.states.credentialed(region, now))) return Health.healthy();
       const answers = await Promise.all(regions.map((region) => chain.resolve(region, chain.timeoutMs)));
       if (answers.some((answer) => answer?.state === 'ok')) return Health.healthy();
-      const why = regions.map((region, i) => `${region}: ${answers[i]?.error ?? `no worker answered within ${chain.timeoutMs} ms`}`).join('; ');
-      return Health.unhealthy(`no configured route has provider credentials; the AWS credential chain gave none (${why})`);
+      // The sources' names only: a reason is cut at 300 characters; their reasons are in /status/models and the log.
+      const why = regions.map((region, i) => `${region}: ${answers[i] ? `tried ${answers[i].tried.join(', ')}` : `no worker answered within ${chain.timeoutMs} ms`}`).join('; ');
+      return Health.unhealthy(`no configured route has provider credentials; the AWS credential chain gave none (${why}; why each gave none: /status/models)`);
     },
   };
 }

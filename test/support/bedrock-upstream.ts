@@ -84,6 +84,11 @@ export interface BedrockUpstream extends FakeServer {
   invocations(): Array<FakeRequest & { modelId: string }>;
   /** Requests refused for their credentials or signature, with the reason. */
   readonly refused: string[];
+  /**
+   * Takes requests signed with these keys too (temporary credentials from an STS or container
+   * credentials fake: a request must then carry the session token), until `reset`.
+   */
+  trust(identity: Identity): void;
   /** The fake's clock runs this far from the host's (a skewed client, seen from AWS). */
   skewMs: number;
   /** performance.now() when the last frame of the last stream was written. */
@@ -102,10 +107,11 @@ export async function startBedrockUpstream(): Promise<BedrockUpstream> {
   const refused: string[] = [];
   let served = 0;
   const state = { skewMs: 0, lastFrameAt: 0 };
+  const identities = new Map(IDENTITIES);
   const server = await startFakeServer((req, res, { later, alive }) => {
     const requestId = `fake-${String(++served).padStart(4, '0')}-0000-0000-0000-000000000000`;
     const headers = { 'x-amzn-requestid': requestId };
-    void authenticate(req, Date.now() + state.skewMs).then((refusal) => {
+    void authenticate(req, Date.now() + state.skewMs, identities).then((refusal) => {
       if (refusal !== null) {
         refused.push(`${refusal.type}: ${refusal.message}`);
         return bedrockError(res, 403, refusal.type, refusal.message, headers);
@@ -154,6 +160,7 @@ export async function startBedrockUpstream(): Promise<BedrockUpstream> {
     get lastFrameAt() {
       return state.lastFrameAt;
     },
+    trust: (identity) => void identities.set(identity.accessKeyId, identity),
     script: (...replies) => void queue.push(...replies),
     converse: () => withModel(server.received.filter((r) => /\/(converse|converse-stream)$/.test(r.path))),
     invocations: () => withModel(server.received.filter((r) => r.path.endsWith('/invoke'))),
@@ -162,6 +169,8 @@ export async function startBedrockUpstream(): Promise<BedrockUpstream> {
       refused.length = 0;
       server.received.length = 0;
       state.skewMs = 0;
+      identities.clear();
+      for (const [id, identity] of IDENTITIES) identities.set(id, identity);
     },
   };
 }
@@ -175,7 +184,7 @@ interface Refusal {
   readonly message: string;
 }
 
-interface Identity {
+export interface Identity {
   readonly accessKeyId: string;
   readonly secretAccessKey: string;
   readonly sessionToken?: string;
@@ -189,7 +198,7 @@ const IDENTITIES = new Map<string, Identity>([
 const AUTHORIZATION = /^AWS4-HMAC-SHA256 Credential=([^/]+)\/(\d{8})\/([^/]+)\/([^/]+)\/aws4_request, ?SignedHeaders=([a-z0-9;-]+), ?Signature=([0-9a-f]{64})$/;
 
 /** Null when AWS would take the request's credentials and signature; else its 403. */
-async function authenticate(req: FakeRequest, now: number): Promise<Refusal | null> {
+async function authenticate(req: FakeRequest, now: number, identities: ReadonlyMap<string, Identity>): Promise<Refusal | null> {
   const authorization = String(req.headers.authorization ?? '');
   if (authorization.startsWith('Bearer ')) {
     return authorization.slice(7) === BEDROCK_API_KEY ? null : { type: 'UnrecognizedClientException', message: 'The security token included in the request is invalid.' };
@@ -197,7 +206,7 @@ async function authenticate(req: FakeRequest, now: number): Promise<Refusal | nu
   const parsed = AUTHORIZATION.exec(authorization);
   if (parsed === null) return { type: 'MissingAuthenticationTokenException', message: 'Missing Authentication Token' };
   const [, keyId, day, region, service, signedList, signature] = parsed as unknown as string[];
-  const identity = IDENTITIES.get(keyId as string);
+  const identity = identities.get(keyId as string);
   if (identity === undefined) return { type: 'UnrecognizedClientException', message: 'The security token included in the request is invalid.' };
   if (service !== 'bedrock' || region !== BEDROCK_REGION) return { type: 'InvalidSignatureException', message: `Credential should be scoped to a valid region and service ('${String(region)}', '${String(service)}').` };
   if (identity.sessionToken !== undefined && req.headers['x-amz-security-token'] !== identity.sessionToken) {

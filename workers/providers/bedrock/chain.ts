@@ -78,7 +78,8 @@ export function regionChain(region: string): RegionChain {
   return chain;
 }
 
-async function importDefaultProvider(): Promise<DefaultProvider> {
+/** The SDK's defaultProvider, imported (exported for the tests, which make chains of their own). */
+export async function importDefaultProvider(): Promise<DefaultProvider> {
   // A CommonJS package: its exports by name from Node, only as `default` from a chunk esbuild split off.
   type Exports = { readonly defaultProvider: DefaultProvider };
   const module = (await import('@aws-sdk/credential-provider-node')) as unknown as Exports & { readonly default?: Exports };
@@ -95,6 +96,8 @@ export class RegionChain {
   /** The identity object, or the failure message, last reported (the SDK hands out the same object until it refreshes). */
   #reported: ChainIdentity | string | null = null;
   #source: string | null = null;
+  /** The sources the last failure tried. */
+  #tried: readonly string[] = [];
 
   constructor(region: string, load: Promise<DefaultProvider>) {
     this.region = region;
@@ -112,10 +115,11 @@ export class RegionChain {
     try {
       identity = await provider();
     } catch (err) {
-      const message = sourcesTried(this.#lines.splice(0), err);
+      const { message, tried } = sourcesTried(this.#lines.splice(0), err);
       if (this.#reported !== message) {
         this.#reported = message;
-        listener?.({ region: this.region, state: 'failed', expiresAt: null, source: null, error: message });
+        this.#tried = tried;
+        listener?.({ region: this.region, state: 'failed', expiresAt: null, source: null, error: message, tried });
       }
       throw new GatewayError('upstream_credentials_unavailable', message);
     }
@@ -133,12 +137,12 @@ export class RegionChain {
     try {
       return this.#ok(await this.identity());
     } catch (err) {
-      return { region: this.region, state: 'failed', expiresAt: null, source: null, error: (err as Error).message };
+      return { region: this.region, state: 'failed', expiresAt: null, source: null, error: (err as Error).message, tried: this.#tried };
     }
   }
 
   #ok(identity: ChainIdentity): ChainOutcome {
-    return { region: this.region, state: 'ok', expiresAt: identity.expiration?.getTime() ?? null, source: this.#source, error: null };
+    return { region: this.region, state: 'ok', expiresAt: identity.expiration?.getTime() ?? null, source: this.#source, error: null, tried: [] };
   }
 
   #logger(): ChainLogger {
@@ -189,19 +193,20 @@ const lastSource = (lines: readonly string[]): string | null => triedIn(lines).a
 /**
  * A failed run as one line: the sources the SDK says it tried, each with its reason; a source that
  * stopped the chain with an error of its own (an STS refusal, an endpoint that refused the token)
- * has that error as its reason.
+ * has that error as its reason. `tried`: the sources' names alone, in order.
  *
  * @example
+ * sourcesTried(lines, err).message
  * // the AWS credential chain gave no credentials; tried fromEnv (Unable to find environment variable credentials), …, remoteProvider (EC2 Instance Metadata Service access disabled)
  */
-export function sourcesTried(lines: readonly string[], err: unknown): string {
+export function sourcesTried(lines: readonly string[], err: unknown): { readonly message: string; readonly tried: readonly string[] } {
   const tried = triedIn(lines);
   const error = err instanceof Error ? err : new Error(String(err));
   const last = tried.at(-1);
   if (last !== undefined && last.reason === null && !/from any providers/.test(error.message)) last.reason = `${error.name}: ${error.message}`;
   const list = tried.map(({ source, reason }) => (reason === null ? source : `${source} (${tidy(reason)})`)).join(', ');
   const text = list === '' ? `the AWS credential chain gave no credentials: ${tidy(`${error.name}: ${error.message}`)}` : `the AWS credential chain gave no credentials; tried ${list}`;
-  return text.length > MAX_MESSAGE ? `${text.slice(0, MAX_MESSAGE - 1)}…` : text;
+  return { message: text.length > MAX_MESSAGE ? `${text.slice(0, MAX_MESSAGE - 1)}…` : text, tried: tried.map((t) => t.source) };
 }
 
 /** One reason on one line, cut short, without its final full stop, secrets redacted. */
