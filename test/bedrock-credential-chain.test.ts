@@ -195,6 +195,27 @@ describe('container credentials (EKS Pod Identity, ECS): AWS_CONTAINER_CREDENTIA
   });
 });
 
+describe('inline (GATEWAY_WORKERS=0): the session on the front thread runs the same chain', () => {
+  const set = temporaryCredentials(HOUR);
+  let gw: TestGatewayProcess;
+  beforeAll(async () => {
+    sts.reset(set);
+    bedrock.reset();
+    bedrock.trust(set);
+    gw = await startGateway(webIdentity(tokenFile('inline-token', WEB_TOKEN)), 0);
+  });
+  afterAll(() => gw.close());
+
+  it('ready through the chain, and a call signed with its credentials', async () => {
+    expect((await readiness(gw)).status).toBe(200);
+    expect((await chat(gw, 'inline')).status).toBe(200);
+    expect(bedrock.refused).toEqual([]);
+    expect(signedWith(bedrock.converse()[0] as FakeRequest)).toMatchObject({ keyId: set.accessKeyId, token: set.sessionToken });
+    expect(sts.served()).toHaveLength(1);
+    await expectNoSecret(gw, [WEB_TOKEN, ...secretsOf(set)]);
+  });
+});
+
 describe('expiry and refresh', () => {
   // The SDK fetches new credentials once the ones it has are within 5 minutes of their expiry.
   const soon = temporaryCredentials(4 * 60_000);
