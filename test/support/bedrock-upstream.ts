@@ -8,7 +8,9 @@
  *   `Authorization: Bearer`, or a SigV4 signature VERIFIED by recomputing
  *   it (@smithy/signature-v4) from the request as received (method, path,
  *   query, the signed headers, the body's bytes) and the fake's own
- *   credentials; a signature more than 5 minutes from the fake's clock
+ *   credentials (two fixed identities, and any a test `trust`s: the temporary
+ *   credentials of the STS and container credentials fakes,
+ *   aws-credential-fakes.ts); a signature more than 5 minutes from the fake's clock
  *   (which a test may set apart) is refused as AWS refuses it. Refusals
  *   are 403s (`UnrecognizedClientException`, `InvalidSignatureException`,
  *   `MissingAuthenticationTokenException`);
