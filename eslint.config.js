@@ -23,4 +23,6 @@ export default tseslint.config(
   // k6 scripts run in k6's runtime, not node's.
   { files: ['loadtest/k6/**'], languageOptions: { globals: { __ENV: 'readonly', __VU: 'readonly', __ITER: 'readonly' } } },
   { files: ['tools/stubs/**'], languageOptions: { sourceType: 'commonjs', globals: globals.commonjs } },
+  // A --require preload (Node runs those, not --import ones, in worker threads too) is CommonJS by necessity.
+  { files: ['test/support/*.cjs'], languageOptions: { sourceType: 'commonjs', globals: globals.commonjs }, rules: { '@typescript-eslint/no-require-imports': 'off' } },
 );

@@ -15,6 +15,11 @@ import type { ProviderName, ProviderSettings } from './providers.js';
  *   read from, or `literal`;
  * - `aws`: an AWS access key pair (and session token) that signs each
  *   call with SigV4 (bedrock); `source` as for `key`;
+ * - `aws_chain`: a bedrock deployment with no key of its own and none in
+ *   the environment: each worker asks the standard AWS credential chain at
+ *   call time (web identity, container credentials, profiles, instance
+ *   metadata; workers/providers/bedrock/chain.ts). No secret is here: the
+ *   chain hands its temporary credentials to the signer only;
  * - `not_required`: called without credentials (the mock
  *   provider; an `openai` deployment with its own `api_base` and no
  *   `api_key`, such as a self-hosted vLLM, TGI or Ollama);
@@ -24,11 +29,12 @@ import type { ProviderName, ProviderSettings } from './providers.js';
 export type Credentials =
   | { readonly kind: 'key'; readonly key: string; readonly source: string }
   | { readonly kind: 'aws'; readonly accessKeyId: string; readonly secretAccessKey: string; readonly sessionToken: string | null; readonly source: string }
+  | { readonly kind: 'aws_chain' }
   | { readonly kind: 'not_required' }
   | { readonly kind: 'missing'; readonly variable: string };
 
-/** Whether the route has credentials to send (a key or an AWS key pair). */
-export const hasCredentials = (credentials: Credentials): boolean => credentials.kind === 'key' || credentials.kind === 'aws';
+/** Whether the route has credentials to send (a key, an AWS key pair, or the AWS chain's at call time). */
+export const hasCredentials = (credentials: Credentials): boolean => credentials.kind === 'key' || credentials.kind === 'aws' || credentials.kind === 'aws_chain';
 
 /** The key to send, or null to send none. */
 export function providerKey(credentials: Credentials): string | null {

@@ -43,6 +43,8 @@ export const ERRORS = {
   // CONTRACT.md, Routing for high volume: the only deployment that could serve asked for a pause (a provider 429 with
   // Retry-After) longer than max_retry_wait or the request's deadline; the wait left is the answer's Retry-After.
   rate_limited: { status: 429, message: 'the provider asked for a pause on this model; retry after the Retry-After delay' },
+  // CONTRACT.md, Native providers: a bedrock deployment on the standard AWS credential chain, which gave none (the message names the sources it tried).
+  upstream_credentials_unavailable: { status: 502, message: 'the AWS credential chain gave no credentials for this model' },
   // CONTRACT.md, Routing for high volume: every deployment of the group and its fallbacks is cooling or at its cap.
   no_deployment_available: { status: 503, message: 'no deployment of this model can take the request now; retry after the Retry-After delay' },
   worker_crashed: { status: 502, message: 'the worker handling this request stopped' },

@@ -17,6 +17,8 @@
  *   fault                                           (worker → front: the cause of a call's internal_error, to log)
  *   cancel / pause / resume ──▶ (no answer)         (client left, client slow, client drained)
  *   ping ──▶ pong,  probe ──▶ probed                 (health checks)
+ *   aws_chain ──▶ aws_chain_state                   (readiness: resolve the AWS credential chain now)
+ *   aws_chain_state                                 (worker → front, any time: the chain's outcome changed)
  *
  * Bump PROTOCOL_VERSION on any incompatible change; both sides check it at attach.
  */
@@ -95,7 +97,18 @@ export interface ProbeFrame {
 /** What a probe needs of a route: its provider, where it is, its key and settings. */
 export type ProbeTarget = Omit<Upstream, 'upstreamModel'>;
 
-export type ToWorker = CallFrame | CancelFrame | PauseFrame | ResumeFrame | ConfigFrame | PingFrame | ProbeFrame;
+/**
+ * Resolve the standard AWS credential chain of a region now (bedrock deployments whose
+ * Credentials are `aws_chain`), so that readiness can count them before any call: the worker
+ * loads the AWS packages if it had not, and answers with an `aws_chain_state` of the same id.
+ */
+export interface AwsChainFrame {
+  readonly t: 'aws_chain';
+  readonly id: number;
+  readonly region: string;
+}
+
+export type ToWorker = CallFrame | CancelFrame | PauseFrame | ResumeFrame | ConfigFrame | PingFrame | ProbeFrame | AwsChainFrame;
 
 /**
  * What the front needs of a worker session to run one on its own thread (GATEWAY_WORKERS=0):
@@ -236,6 +249,27 @@ export interface FaultFrame {
   readonly stack: string | null;
 }
 
+/**
+ * What a worker's AWS credential chain of a region last gave: sent when it changes (credentials
+ * first produced, refreshed, failed, recovered), never per request, and as the answer to an
+ * `aws_chain` frame (`id`; 0 when unasked). No secret: the expiry, the SDK provider that served,
+ * or the failure's message, which names the sources tried, key-like strings redacted.
+ */
+export interface AwsChainStateFrame {
+  readonly t: 'aws_chain_state';
+  readonly id: number;
+  readonly region: string;
+  readonly state: 'ok' | 'failed';
+  /** Epoch ms when the credentials expire; null when they do not (or on failure). */
+  readonly expiresAt: number | null;
+  /** The SDK provider that produced them, as the SDK names it (`fromTokenFile`, `fromHttp/fromContainerMetadata`…); null on failure. */
+  readonly source: string | null;
+  /** Why the chain gave none, naming each source it tried and its reason; null when ok. */
+  readonly error: string | null;
+  /** The names alone of the sources the failed chain tried, in order (`fromEnv`, …); empty when ok. */
+  readonly tried: readonly string[];
+}
+
 /** A sampled call's upstream attempts, sent once the call is over in the worker; the front makes one CLIENT span of each. */
 export interface SpansFrame {
   readonly t: 'spans';
@@ -273,7 +307,7 @@ export interface AttemptSpan {
   readonly firstChunk: number;
 }
 
-export type FromWorker = ReplyFrame | HeadFrame | DataFrame | EndFrame | FailFrame | PongFrame | ProbedFrame | NoticeFrame | FaultFrame | SpansFrame;
+export type FromWorker = ReplyFrame | HeadFrame | DataFrame | EndFrame | FailFrame | PongFrame | ProbedFrame | NoticeFrame | FaultFrame | SpansFrame | AwsChainStateFrame;
 
 /**
  * Posted by a worker to piscina's parent port once it is attached (piscina emits it as the pool's

@@ -17,6 +17,7 @@ import { Counters } from './supervisor/counters.js';
 import { HealthSupervisor } from './supervisor/health-supervisor.js';
 import { WorkerPool } from './supervisor/worker-pool.js';
 import { DeploymentSlots } from './supervisor/deployment-slots.js';
+import { AwsChainStates } from './supervisor/aws-chain.js';
 import { startTracing } from './tracing/otel.js';
 
 export interface Gateway {
@@ -53,12 +54,15 @@ export async function startGateway(loaded: GatewayConfig, log: Logger): Promise<
   // Tracing on: the OpenTelemetry SDK is loaded now (import(), in src/tracing/otel.ts), and only then.
   const tracing = config.tracing === null ? null : await startTracing(config.tracing, log);
   if (tracing !== null) pool.onSpans = (frame) => tracing.attempts(frame);
+  const awsChain = new AwsChainStates(log);
+  pool.onAwsChain = (frame) => awsChain.report(frame);
   const ctx: FrontContext = {
     config,
     deployments,
     auth: new BearerAuth(config.apiKeys),
     pool,
-    health: new HealthSupervisor(config, pool, log),
+    awsChain,
+    health: new HealthSupervisor(config, pool, log, awsChain),
     metrics: createMetrics(),
     counters: new Counters(),
     log,

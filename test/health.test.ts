@@ -6,13 +6,15 @@
  * the warm-up window, clean reasons, and bad toolkit variables at start.
  */
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import type { ProbedFrame, ProbeTarget } from '../protocol/frames.ts';
+import type { Logger } from 'pino';
+import type { AwsChainStateFrame, ProbedFrame, ProbeTarget } from '../protocol/frames.ts';
 import { providerKey } from '../protocol/config.ts';
 import { parseConfig } from '../src/config/load.ts';
 import { HealthRegistry } from '../src/health/registry.ts';
 import { Health } from '../src/health/types.ts';
 import { credentialsCheck, eventLoopCheck, upstreamChecks, workerPoolCheck } from '../src/supervisor/gateway-checks.ts';
 import type { WorkerPool } from '../src/supervisor/worker-pool.ts';
+import { AwsChainStates } from '../src/supervisor/aws-chain.ts';
 import type { FakeUpstream } from './support/fake-upstream.js';
 import { spawnGateway } from './support/gateway-process.js';
 import { TEST_KEY, UPSTREAM_KEY, defaultYaml, startTestGateway, type TestGateway, useGateway } from './support/gateway.js';
@@ -541,6 +543,48 @@ describe('gateway checks (unit, fake worker pool)', () => {
 
     const empty = routingOf('model_list: []\n');
     expect(await run(credentialsCheck(() => empty))).toMatchObject({ status: 'unhealthy', reason: expect.any(String) });
+  });
+
+  it('provider_credentials with bedrock on the AWS credential chain: counted once the chain produced credentials that have not expired; asks a worker otherwise; unready names the sources tried', async () => {
+    const chainOnly = routingOf('model_list:\n  - model_name: b\n    params: { model: bedrock/anthropic.claude-x-v1:0, aws_region_name: eu-west-1 }\n');
+    expect(chainOnly.aliases[0]?.credentials).toEqual({ kind: 'aws_chain' });
+    const lines: Array<Record<string, unknown>> = [];
+    const log = { error: (fields: Record<string, unknown>) => lines.push(fields), info: (fields: Record<string, unknown>) => lines.push(fields) } as unknown as Logger;
+    const states = new AwsChainStates(log);
+    const asked: string[] = [];
+    let answer: (region: string) => AwsChainStateFrame | null = () => null;
+    const chain = { states, timeoutMs: 100, resolve: async (region: string) => (asked.push(region), answer(region)) };
+    const frame = (over: Partial<AwsChainStateFrame>): AwsChainStateFrame => ({ t: 'aws_chain_state', id: 0, region: 'eu-west-1', state: 'ok', expiresAt: null, source: 'fromTokenFile', error: null, tried: [], ...over });
+
+    // Not asked (no chain to ask): unready.
+    expect(await run(credentialsCheck(() => chainOnly))).toMatchObject({ status: 'unhealthy' });
+    // Pending: a worker is asked, per region; no answer in time is unready.
+    expect(await run(credentialsCheck(() => chainOnly, chain))).toMatchObject({ status: 'unhealthy', reason: expect.stringContaining('eu-west-1: no worker answered within 100 ms') });
+    expect(asked).toEqual(['eu-west-1']);
+    // The worker's answer reaches the states through the pool (onAwsChain), as here.
+    const failed = frame({ state: 'failed', source: null, error: 'the AWS credential chain gave no credentials; tried fromEnv (x), fromTokenFile (y)', tried: ['fromEnv', 'fromTokenFile'] });
+    answer = () => (states.report(failed), failed);
+    expect(await run(credentialsCheck(() => chainOnly, chain))).toMatchObject({ status: 'unhealthy', reason: 'no configured route has provider credentials; the AWS credential chain gave none (eu-west-1: tried fromEnv, fromTokenFile; why each gave none: /status/models)' });
+    const ok = frame({ expiresAt: Date.now() + 3_600_000 });
+    answer = () => (states.report(ok), ok);
+    expect((await run(credentialsCheck(() => chainOnly, chain))).status).toBe('healthy');
+    expect(asked).toHaveLength(3);
+    // Credentials that have not expired count without asking again.
+    expect((await run(credentialsCheck(() => chainOnly, chain))).status).toBe('healthy');
+    expect(asked).toHaveLength(3);
+    // Expired (no refresh reported since): asked again.
+    states.report(frame({ expiresAt: Date.now() - 1 }));
+    answer = () => null;
+    expect((await run(credentialsCheck(() => chainOnly, chain))).status).toBe('unhealthy');
+    expect(asked).toHaveLength(4);
+    // One line when the chain failed, one when it recovered: not one per report.
+    expect(lines.map((l) => l.event)).toEqual(['aws_credentials_failed', 'aws_credentials_recovered']);
+    expect(lines[0]).toMatchObject({ region: 'eu-west-1', tried: ['fromEnv', 'fromTokenFile'], error: failed.error });
+
+    // A route with a key of its own is enough: the chain is not asked.
+    const mixed = routingOf(`model_list:\n  - model_name: b\n    params: { model: bedrock/anthropic.claude-x-v1:0, aws_region_name: eu-west-1 }\n  - model_name: k\n    params: { model: openai/x, api_key: ${UPSTREAM_KEY} }\n`);
+    expect((await run(credentialsCheck(() => mixed, chain))).status).toBe('healthy');
+    expect(asked).toHaveLength(4);
   });
 
   it('worker_pool: unhealthy when a worker does not answer a ping, degraded on restarts or saturation', async () => {

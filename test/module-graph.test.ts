@@ -2,12 +2,14 @@
 // `import()` is what loads a module later, on demand) and off what tools/bundle.mjs put in each
 // bundle. A package in the wrong thread's start graph costs that thread its RSS and start
 // time: undici ~20 MB, zod ~11 MB per isolate.
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { spawnGateway } from './support/gateway-process.js';
+import { REFUSED_PORT } from './support/start-command.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const STATIC_IMPORT = /^\s*(?:import|export)\s+(?:[^'";]*?\s+from\s+)?['"]([^'"]+)['"]/gm;
@@ -92,6 +94,60 @@ describe('what each thread loads at start (dist/, built by npm test)', () => {
     const front = readFileSync(join(root, 'dist/server.js'), 'utf8');
     expect(front).toContain('import("@smithy/signature-v4")');
     expect([...front.matchAll(STATIC_IMPORT)].map(([, specifier]) => specifier).filter((s) => s?.startsWith('@smithy/'))).toEqual([]);
+  });
+
+  it("the AWS credential chain (@aws-sdk/credential-provider-node) is in no bundle and no thread's start: a worker and an inline front import it from node_modules, with import()", () => {
+    const awsSdk = (file: string) => [...bundledPackages(file)].filter((name) => name.startsWith('@aws-sdk/'));
+    for (const file of ['dist/server.js', ...workerBundle().map((f) => `dist/worker/${f}`)]) expect(awsSdk(file), file).toEqual([]);
+    for (const file of ['dist/worker/entry.js', 'dist/server.js']) {
+      const text = readFileSync(join(root, file), 'utf8');
+      expect(text, file).toContain('import("@aws-sdk/credential-provider-node")');
+      expect([...text.matchAll(STATIC_IMPORT)].map(([, specifier]) => specifier).filter((s) => s?.startsWith('@aws-sdk/')), file).toEqual([]);
+    }
+    // tsc's output, which the library export runs: no static import of it on either thread's start.
+    expect([...packagesLoadedAtStart('dist/workers/entry.js')].filter((name) => name.startsWith('@aws-sdk/'))).toEqual([]);
+    expect([...packagesLoadedAtStart('dist/src/main.js')].filter((name) => name.startsWith('@aws-sdk/'))).toEqual([]);
+  });
+
+  it('a running gateway loads the AWS credential chain in the worker that makes the first call of a bedrock deployment without keys, and nowhere else', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'switchyard-aws-probe-'));
+    const config = join(dir, 'gateway.yaml');
+    // The chain finds nothing here (no instance metadata, no ~/.aws), so it never leaves the process; loading it is what is counted.
+    writeFileSync(config, `model_list:\n  - model_name: chat\n    params: { model: mock/chat }\n  - model_name: claude\n    params: { model: bedrock/anthropic.claude-fake-v1:0, api_base: "http://127.0.0.1:${REFUSED_PORT}", aws_region_name: us-east-1 }\n`);
+    const proc = spawnGateway({
+      env: {
+        GATEWAY_API_KEY: 'k',
+        GATEWAY_WORKERS: '2',
+        GATEWAY_DRAIN_DELAY: '0',
+        GATEWAY_CONFIG: config,
+        NODE_OPTIONS: `--require=${join(root, 'test/support/aws-sdk-probe.cjs')}`,
+        AWS_SDK_PROBE_DIR: dir,
+        HOME: dir,
+        AWS_CONFIG_FILE: join(dir, 'no-config'),
+        AWS_SHARED_CREDENTIALS_FILE: join(dir, 'no-credentials'),
+        AWS_EC2_METADATA_DISABLED: 'true',
+      },
+    });
+    const loadedBy = () => Object.fromEntries(readdirSync(dir).filter((f) => f.endsWith('.json')).map((f) => [f.replace(/\.json$/, ''), JSON.parse(readFileSync(join(dir, f), 'utf8')) as string[]]));
+    try {
+      const { port } = await proc.listening();
+      const chat = (model: string) =>
+        fetch(`http://127.0.0.1:${String(port)}/v1/chat/completions`, { method: 'POST', headers: { authorization: 'Bearer k', 'content-type': 'application/json' }, body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }] }) });
+      expect((await chat('chat')).status).toBe(200);
+      const answer = await chat('claude');
+      expect(answer.status).toBe(502);
+      expect(((await answer.json()) as { error: { code: string } }).error.code).toBe('upstream_credentials_unavailable');
+      const chainLoaded = () => Object.entries(loadedBy()).filter(([, names]) => names.includes('@aws-sdk/credential-provider-node'));
+      for (let i = 0; i < 200 && chainLoaded().length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+      const threads = loadedBy();
+      expect(Object.keys(threads).sort(), JSON.stringify(threads)).toEqual(['front', expect.stringMatching(/^worker-\d+$/), expect.stringMatching(/^worker-\d+$/)]);
+      expect(chainLoaded().map(([thread]) => thread)).toEqual([expect.stringMatching(/^worker-\d+$/)]);
+      // The front and the worker that served no bedrock call loaded no AWS SDK package at all.
+      expect(Object.entries(threads).filter(([, names]) => names.length > 0)).toEqual(chainLoaded());
+    } finally {
+      await proc.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('the front loads uWS, zod (config, manifest) and prom-client but not undici: the worker session is imported only in inline mode; no OpenTelemetry package either', () => {

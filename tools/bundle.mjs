@@ -85,9 +85,9 @@ export async function bundle(dir) {
     outfile: join(dir, 'server.js'),
     // The native addon loads from node_modules at run time; so does OpenTelemetry, and only when tracing is
     // on (src/tracing/otel.ts imports it with import(), which stays an import() of the package here); so do
-    // the AWS packages, which only an inline session's first bedrock call imports (workers/providers/bedrock/aws.ts,
-    // import()): bundled, their 0.4 MB would be read and parsed at every start.
-    external: ['uWebSockets.js', '@opentelemetry/*', '@smithy/*'],
+    // the AWS packages, which only an inline session's first bedrock call imports (workers/providers/bedrock/aws.ts
+    // and chain.ts, import()): bundled, their 0.4 MB (and the credential chain's) would be read and parsed at every start.
+    external: ['uWebSockets.js', '@opentelemetry/*', '@smithy/*', '@aws-sdk/*'],
     plugins: [piscinaHome, promClientLazyOtel],
   });
 
@@ -99,6 +99,12 @@ export async function bundle(dir) {
     outdir: join(dir, 'worker'),
     // What a worker imports with import() stays out of entry.js, loaded when first needed.
     splitting: true,
+    // The AWS credential chain (workers/providers/bedrock/chain.ts, import() on a bedrock deployment's first call
+    // without keys) loads from node_modules. Bundled, it was a 0.4 MB chunk of every source the chain may use
+    // (all of nested-clients' STS, SSO, OIDC and sign-in clients), parsed whole by a worker that needs one of
+    // them; from node_modules, the SDK's own lazy require()s load only the sources a run reaches. And it shared
+    // @smithy/core with the signer's chunk, which esbuild then cut into common chunks behind entry.js's import().
+    external: ['@aws-sdk/*'],
   });
 
   for (const file of [...front.outputFiles, ...worker.outputFiles]) {

@@ -22,6 +22,7 @@ import { routeCall, type ClientSink, type RoutingEnv } from './routing/attempts.
 import { faultOf } from './routing/failure.js';
 import { ResponsesSink } from './inbound/responses/sink.js';
 import { CallTrace } from './call-trace.js';
+import { onChainOutcome, regionChain } from './providers/bedrock/chain.js';
 
 interface ActiveCall {
   readonly control: CallControl;
@@ -41,6 +42,8 @@ export class WorkerSession {
     this.#router = new Router(routing);
     this.#env = this.#envFor(this.#router);
     this.#port = channel((frame, payload) => this.#onFrame(frame, payload));
+    // The AWS credential chain's changes (bedrock deployments without keys) go to the front's readiness, status and log.
+    onChainOutcome((outcome) => this.#port.send({ t: 'aws_chain_state', id: 0, ...outcome }));
   }
 
   #envFor(router: Router): RoutingEnv {
@@ -75,6 +78,11 @@ export class WorkerSession {
         return;
       case 'probe':
         void probeUpstream(frame).then((result) => this.#port.send(result));
+        return;
+      case 'aws_chain':
+        void regionChain(frame.region)
+          .resolve()
+          .then((outcome) => this.#port.send({ t: 'aws_chain_state', id: frame.id, ...outcome }));
         return;
     }
   }

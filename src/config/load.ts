@@ -303,6 +303,7 @@ function resolveUpstream(provider: ProviderName, params: Partial<ParamsInput>, {
 
 const ENV_REF = 'os.environ/';
 const NOT_REQUIRED: Credentials = Object.freeze({ kind: 'not_required' });
+const AWS_CHAIN: Credentials = Object.freeze({ kind: 'aws_chain' });
 
 /**
  * CONTRACT.md, Config file: an `api_key` is a literal or `os.environ/NAME`
@@ -325,7 +326,10 @@ function resolveCredentials(provider: ProviderName, apiKey: string | undefined, 
  * a literal or `os.environ/NAME`; else the environment as the AWS SDK reads it:
  * `AWS_BEARER_TOKEN_BEDROCK` first (the SDK prefers it when set), then `AWS_ACCESS_KEY_ID`,
  * `AWS_SECRET_ACCESS_KEY` and `AWS_SESSION_TOKEN`. A session token from the environment goes
- * only with keys from the environment.
+ * only with keys from the environment. With neither key variable set, the standard AWS
+ * credential chain at call time (`aws_chain`: web identity, container credentials, profiles,
+ * instance metadata; workers/providers/bedrock/chain.ts); one of the two without the other is
+ * a mistake, and stays `missing` the other.
  */
 function resolveAwsCredentials(params: Partial<ParamsInput>, env: Env): Credentials {
   if (params.api_key !== undefined) return resolveCredentials('bedrock', params.api_key, null, env);
@@ -336,6 +340,7 @@ function resolveAwsCredentials(params: Partial<ParamsInput>, env: Env): Credenti
     return awsKeys(secretOf(id, 'AWS_ACCESS_KEY_ID', env), secretOf(secret, 'AWS_SECRET_ACCESS_KEY', env), token === undefined ? null : secretOf(token, 'AWS_SESSION_TOKEN', env));
   }
   if (env.AWS_BEARER_TOKEN_BEDROCK) return fromVariable('AWS_BEARER_TOKEN_BEDROCK', env);
+  if (!env.AWS_ACCESS_KEY_ID && !env.AWS_SECRET_ACCESS_KEY) return AWS_CHAIN;
   const token = env.AWS_SESSION_TOKEN ? secretOf(undefined, 'AWS_SESSION_TOKEN', env) : null;
   return awsKeys(secretOf(undefined, 'AWS_ACCESS_KEY_ID', env), secretOf(undefined, 'AWS_SECRET_ACCESS_KEY', env), token);
 }

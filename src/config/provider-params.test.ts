@@ -180,7 +180,7 @@ describe('bedrock deployments', () => {
     expect(refusal('model_list:\n  - model_name: b\n    params: { model: bedrock/m, api_key: k, aws_region_name: "us-east-1.evil" }\n')).toContain('aws_region_name');
   });
 
-  it('credentials: api_key is a Bedrock API key; aws_* params (literals or os.environ/ references) a key pair; else AWS_BEARER_TOKEN_BEDROCK, else the AWS_* variables', () => {
+  it('credentials: api_key is a Bedrock API key; aws_* params (literals or os.environ/ references) a key pair; else AWS_BEARER_TOKEN_BEDROCK, else the AWS_* variables, else the standard AWS credential chain', () => {
     const region = 'aws_region_name: us-east-1';
     expect(one(`${region}, api_key: os.environ/BR_KEY`, { BR_KEY: 'ABSK-1' }).credentials).toEqual({ kind: 'key', key: 'ABSK-1', source: 'BR_KEY' });
     expect(one(`${region}, aws_access_key_id: AKIAX, aws_secret_access_key: os.environ/SECRET, aws_session_token: os.environ/TOKEN`, { SECRET: 's3', TOKEN: 't0', AWS_SESSION_TOKEN: 'not-this' }).credentials).toEqual({
@@ -197,7 +197,13 @@ describe('bedrock deployments', () => {
     expect(one(region, env).credentials).toEqual({ kind: 'aws', accessKeyId: 'ASIAENV', secretAccessKey: 'envsecret', sessionToken: 'envtoken', source: 'AWS_ACCESS_KEY_ID' });
     expect(one(region, { ...env, AWS_BEARER_TOKEN_BEDROCK: 'ABSK-env' }).credentials).toEqual({ kind: 'key', key: 'ABSK-env', source: 'AWS_BEARER_TOKEN_BEDROCK' });
     expect(one(region, { AWS_ACCESS_KEY_ID: 'ASIAENV' }).credentials).toEqual({ kind: 'missing', variable: 'AWS_SECRET_ACCESS_KEY' });
-    expect(one(region).credentials).toEqual({ kind: 'missing', variable: 'AWS_ACCESS_KEY_ID' });
+    expect(one(region, { AWS_SECRET_ACCESS_KEY: 'envsecret' }).credentials).toEqual({ kind: 'missing', variable: 'AWS_ACCESS_KEY_ID' });
+    // Issue 33: no aws_* param and neither key variable is the chain (web identity, container credentials, profiles,
+    // instance metadata), asked at call time; it holds no secret. It was `missing` AWS_ACCESS_KEY_ID before.
+    expect(one(region).credentials).toEqual({ kind: 'aws_chain' });
+    expect(one(region, { AWS_SESSION_TOKEN: 'lone-token', AWS_WEB_IDENTITY_TOKEN_FILE: '/var/run/secrets/token', AWS_ROLE_ARN: 'arn:aws:iam::123456789012:role/r' }).credentials).toEqual({ kind: 'aws_chain' });
+    // A reference to an unset variable is still that variable missing, never the chain.
+    expect(one(`${region}, aws_access_key_id: os.environ/UNSET_ID, aws_secret_access_key: os.environ/UNSET_SECRET`).credentials).toEqual({ kind: 'missing', variable: 'UNSET_ID' });
   });
 
   it("bedrock's params on another provider are warned about by name", () => {

@@ -7,6 +7,7 @@ import type { Counters } from '../supervisor/counters.js';
 import type { HealthSupervisor } from '../supervisor/health-supervisor.js';
 import type { WorkerPool } from '../supervisor/worker-pool.js';
 import type { DeploymentSlots } from '../supervisor/deployment-slots.js';
+import type { AwsChainStates } from '../supervisor/aws-chain.js';
 import type { BearerAuth } from './auth.js';
 import type { StreamKeepalive } from './keepalive.js';
 import type { Lifecycle } from './lifecycle.js';
@@ -20,6 +21,8 @@ export interface FrontContext {
   readonly pool: WorkerPool;
   /** The pod's shared deployment state and the slot of each deployment id (status and metrics read it). */
   readonly deployments: DeploymentSlots;
+  /** What the workers reported of the AWS credential chain (bedrock deployments without keys), per region. */
+  readonly awsChain: AwsChainStates;
   readonly health: HealthSupervisor;
   readonly metrics: Metrics;
   readonly counters: Counters;

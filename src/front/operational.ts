@@ -4,14 +4,15 @@
  * provider.
  */
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
-import type { AliasRoute } from '../../protocol/config.js';
+import { settingsOf, type AliasRoute, type Credentials } from '../../protocol/config.js';
 import { groupsOf, type GroupSpec } from '../../protocol/routing-groups.js';
 import type { DeploymentStates } from '../../protocol/deployment-state.js';
 import { httpStatusOf } from '../health/types.js';
 import { VERSION } from '../../protocol/version.js';
 import { workerModeReport } from '../config/workers.js';
 import type { FrontContext } from './context.js';
-import type { ModelStatus } from './status-schemas.js';
+import type { DeploymentCredentials, ModelStatus } from './status-schemas.js';
+import { isoOrNull, type AwsChainStates } from '../supervisor/aws-chain.js';
 import { send, sendError, sendJson, type Exchange } from './http.js';
 
 /** spec 000, Health object; CONTRACT.md: the same body on /health/live and /health/liveliness. */
@@ -87,15 +88,28 @@ function modelStatus(group: GroupSpec, ctx: FrontContext, now: number): ModelSta
     upstream_model: route.upstreamModel,
     api_base: route.apiBase,
     credentials: credentials.kind === 'key' || credentials.kind === 'aws' ? 'present' : credentials.kind,
-    credentials_source: credentials.kind === 'key' || credentials.kind === 'aws' ? credentials.source : credentials.kind === 'missing' ? credentials.variable : null,
+    credentials_source: credentialsSource(credentials),
     routable: group.deployments.some((d) => d.credentials.kind !== 'missing'),
     routing_strategy: ctx.config.routing.router.strategy,
     fallbacks: [...group.fallbacks],
-    deployments: group.deployments.map((d, i) => deploymentStatus(d, group.slots[i] as number, states, now)),
+    deployments: group.deployments.map((d, i) => deploymentStatus(d, group.slots[i] as number, states, ctx.awsChain, now)),
   };
 }
 
-function deploymentStatus(d: AliasRoute, slot: number, states: DeploymentStates, now: number) {
+const credentialsSource = (c: Credentials): string | null => (c.kind === 'key' || c.kind === 'aws' ? c.source : c.kind === 'missing' ? c.variable : c.kind === 'aws_chain' ? 'aws_chain' : null);
+
+/** A deployment's credentials, never a key: for the AWS chain, what the workers last reported of its region's chain. */
+function credentialsStatus(d: AliasRoute, chains: AwsChainStates): DeploymentCredentials {
+  const { credentials } = d;
+  if (credentials.kind !== 'aws_chain') {
+    const state = credentials.kind === 'key' || credentials.kind === 'aws' ? 'present' : credentials.kind;
+    return { source: credentialsSource(credentials), state, expires_at: null, sdk_provider: null, error: null };
+  }
+  const chain = chains.status(settingsOf<{ readonly region: string }>(d).region);
+  return { source: 'aws_chain', state: chain.state, expires_at: isoOrNull(chain.expiresAt), sdk_provider: chain.source, error: chain.error };
+}
+
+function deploymentStatus(d: AliasRoute, slot: number, states: DeploymentStates, chains: AwsChainStates, now: number) {
   const s = states.snapshot(slot, now);
   return {
     id: d.id,
@@ -113,6 +127,7 @@ function deploymentStatus(d: AliasRoute, slot: number, states: DeploymentStates,
     latency_ewma_ms: s.latencyEwmaMs === null ? null : Math.round(s.latencyEwmaMs * 100) / 100,
     failures_last_minute: s.failuresLastMinute,
     last_error: s.lastError,
+    credentials: credentialsStatus(d, chains),
   };
 }
 

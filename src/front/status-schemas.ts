@@ -22,6 +22,23 @@ export const gatewayStatusSchema = z.object({
   }),
 });
 
+/**
+ * Where a deployment's provider credentials come from and whether it has them: `source` is the
+ * variable, `literal`, `aws_chain` (the standard AWS credential chain, asked at call time) or
+ * null when none are needed; `state` is `present`, `missing` or `not_required` for credentials
+ * resolved at load, and `pending` (not asked yet), `ok` or `failed` for the chain's. Never a key.
+ */
+export const deploymentCredentialsSchema = z.object({
+  source: z.string().nullable(),
+  state: z.enum(['present', 'missing', 'not_required', 'pending', 'ok', 'failed']),
+  /** The chain's credentials expire then; null otherwise. */
+  expires_at: z.string().nullable(),
+  /** The chain only: the SDK provider that produced its credentials (`fromTokenFile`, ...); null otherwise. */
+  sdk_provider: z.string().nullable(),
+  /** The chain only: why it gave none, naming the sources it tried; null otherwise. */
+  error: z.string().nullable(),
+});
+
 /** One deployment of an alias with its live routing state (CONTRACT.md, Routing for high volume). */
 export const deploymentStatusSchema = z.object({
   id: z.string(),
@@ -38,6 +55,7 @@ export const deploymentStatusSchema = z.object({
   latency_ewma_ms: z.number().nullable(),
   failures_last_minute: z.number().int(),
   last_error: z.object({ code: z.string(), status: z.number().int(), at: z.string() }).nullable(),
+  credentials: deploymentCredentialsSchema,
 });
 
 export const modelStatusSchema = z.object({
@@ -45,8 +63,11 @@ export const modelStatusSchema = z.object({
   provider: z.string(),
   upstream_model: z.string(),
   api_base: z.string().nullable(),
-  /** `not_required`: the mock provider, or an `openai` deployment with its own api_base and no api_key (called without credentials). */
-  credentials: z.enum(['present', 'missing', 'not_required']),
+  /**
+   * `not_required`: the mock provider, or an `openai` deployment with its own api_base and no api_key (called without credentials);
+   * `aws_chain`: a bedrock deployment on the standard AWS credential chain (its deployment's `credentials` says whether it has produced them).
+   */
+  credentials: z.enum(['present', 'missing', 'not_required', 'aws_chain']),
   credentials_source: z.string().nullable(),
   routable: z.boolean(),
   routing_strategy: z.enum(['simple-shuffle', 'least-busy', 'latency-based-routing']),
@@ -55,5 +76,6 @@ export const modelStatusSchema = z.object({
 });
 
 export type ModelStatus = z.infer<typeof modelStatusSchema>;
+export type DeploymentCredentials = z.infer<typeof deploymentCredentialsSchema>;
 
 export const modelStatusListSchema = z.object({ object: z.literal('list'), data: z.array(modelStatusSchema) });

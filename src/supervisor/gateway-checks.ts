@@ -5,27 +5,52 @@
  * the worker pool so the front thread never does provider I/O.
  */
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
-import { hasCredentials, type RoutingConfig, type Upstream } from '../../protocol/config.js';
-import type { ProbeTarget } from '../../protocol/frames.js';
+import { hasCredentials, settingsOf, type RoutingConfig, type Upstream } from '../../protocol/config.js';
+import type { AwsChainStateFrame, ProbeTarget } from '../../protocol/frames.js';
 import { Health, type HealthCheck } from '../health/types.js';
+import type { AwsChainStates } from './aws-chain.js';
 import type { WorkerPool } from './worker-pool.js';
 
 /** Share of `max_in_flight` past which the pool counts as saturated (degraded, still serving). */
 export const SATURATION_SHARE = 0.9;
 
+/** What readiness needs of the AWS credential chain: the pod's view of it, and a worker to ask. */
+export interface AwsChainReadiness {
+  readonly states: AwsChainStates;
+  /** Asks a worker to resolve a region's chain now; null when no answer came within `timeoutMs`. */
+  resolve(region: string, timeoutMs: number): Promise<AwsChainStateFrame | null>;
+  readonly timeoutMs: number;
+}
+
 /**
  * spec 000, States: ready when at least one configured route has provider
  * credentials; a route that needs none (mock, a keyless self-hosted
  * `openai` deployment) counts as having them (CONTRACT.md, Config file).
+ * A bedrock route on the AWS credential chain (`aws_chain`) counts once the
+ * chain has produced credentials that have not expired (CONTRACT.md, Native
+ * providers). When such routes are all the pod has and no worker has
+ * reported credentials yet (no call, or they expired), the check asks a
+ * worker to resolve the chain, so such a pod becomes ready before its first
+ * call; that worker loads the AWS packages then. Unready, the reason names
+ * the sources the chain tried.
  */
-export function credentialsCheck(routing: () => RoutingConfig): HealthCheck {
+export function credentialsCheck(routing: () => RoutingConfig, chain?: AwsChainReadiness): HealthCheck {
   return {
     name: 'provider_credentials',
-    check: () => {
+    check: async () => {
       const { aliases, rules } = routing();
       const routes = [...aliases, ...rules];
-      if (routes.some((r) => r.credentials.kind !== 'missing')) return Health.healthy();
-      return Health.unhealthy(routes.length === 0 ? 'no routes are configured' : 'no configured route has provider credentials');
+      if (routes.some((r) => r.credentials.kind !== 'missing' && r.credentials.kind !== 'aws_chain')) return Health.healthy();
+      const regions = [...new Set(routes.filter((r) => r.credentials.kind === 'aws_chain').map((r) => settingsOf<{ readonly region: string }>(r).region))];
+      if (regions.length === 0) return Health.unhealthy(routes.length === 0 ? 'no routes are configured' : 'no configured route has provider credentials');
+      if (chain === undefined) return Health.unhealthy('no configured route has provider credentials but the AWS credential chain, which has not been asked');
+      const now = Date.now();
+      if (regions.some((region) => chain.states.credentialed(region, now))) return Health.healthy();
+      const answers = await Promise.all(regions.map((region) => chain.resolve(region, chain.timeoutMs)));
+      if (answers.some((answer) => answer?.state === 'ok')) return Health.healthy();
+      // The sources' names only: a reason is cut at 300 characters; their reasons are in /status/models and the log.
+      const why = regions.map((region, i) => `${region}: ${answers[i] ? `tried ${answers[i].tried.join(', ')}` : `no worker answered within ${chain.timeoutMs} ms`}`).join('; ');
+      return Health.unhealthy(`no configured route has provider credentials; the AWS credential chain gave none (${why}; why each gave none: /status/models)`);
     },
   };
 }

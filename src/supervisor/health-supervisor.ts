@@ -11,11 +11,13 @@ import type { GatewayConfig } from '../config/load.js';
 import { ProbeCache, type CachedReport } from '../health/probe-cache.js';
 import { HealthRegistry } from '../health/registry.js';
 import type { HealthCheck, HealthReport } from '../health/types.js';
+import type { AwsChainStates } from './aws-chain.js';
 import { credentialsCheck, eventLoopCheck, upstreamChecks, workerPoolCheck } from './gateway-checks.js';
 import type { WorkerPool } from './worker-pool.js';
 
 export class HealthSupervisor {
   readonly #pool: WorkerPool;
+  readonly #awsChain: AwsChainStates | null;
   readonly #log: Logger;
   readonly #readyAt: number;
   readonly #extra: HealthCheck[] = [];
@@ -26,9 +28,11 @@ export class HealthSupervisor {
   #liveness!: ProbeCache;
   #readiness!: ProbeCache;
 
-  constructor(config: GatewayConfig, pool: WorkerPool, log: Logger) {
+  /** `awsChain`: what the workers reported of the AWS credential chain (readiness counts its deployments). */
+  constructor(config: GatewayConfig, pool: WorkerPool, log: Logger, awsChain: AwsChainStates | null = null) {
     this.#config = config;
     this.#pool = pool;
+    this.#awsChain = awsChain;
     this.#log = log;
     this.#readyAt = Date.now() + config.health.startupDelayMs;
     this.#eventLoop = eventLoopCheck(config.health.eventLoopDelayMs);
@@ -83,7 +87,9 @@ export class HealthSupervisor {
       secrets,
     });
     const config = this.#config;
-    registry.register(credentialsCheck(() => config.routing));
+    const pool = this.#pool;
+    const chain = this.#awsChain === null ? undefined : { states: this.#awsChain, resolve: (region: string, timeoutMs: number) => pool.resolveAwsChain(region, timeoutMs), timeoutMs: Math.max(1, health.checkTimeoutMs - 300) };
+    registry.register(credentialsCheck(() => config.routing, chain));
     registry.register(workerPoolCheck(this.#pool, Math.min(health.checkTimeoutMs, health.probeBudgetMs), this.#config.maxInFlight));
     registry.register(this.#eventLoop);
     for (const check of upstreamChecks(routing, this.#pool, health.checkTimeoutMs)) registry.register(check);

@@ -20,6 +20,7 @@ import type { DeploymentSlots } from './deployment-slots.js';
 import {
   PROTOCOL_VERSION,
   type AttachTask,
+  type AwsChainStateFrame,
   type EndFrame,
   type FailFrame,
   type FromWorker,
@@ -111,6 +112,9 @@ interface Slot {
   heartbeat: number;
 }
 
+/** The frames that answer the pool's own questions (#ask), by the question's id. */
+type ControlAnswer = PongFrame | ProbedFrame | AwsChainStateFrame;
+
 /** A slot before its port exists (the caller gives it one at once). */
 function newSlot(index: number, phase: Slot['phase']): Slot {
   return { index, inFlight: 0, restarts: 0, youngDeaths: 0, phase, attachedAt: 0, restartTimer: null, thread: 0, answeredAt: 0, heartbeat: 0 } as Omit<Slot, 'port'> as Slot;
@@ -140,8 +144,8 @@ export class WorkerPool {
   readonly #piscina: Piscina | null;
   readonly #slots: Slot[] = [];
   readonly #pending = new ChurnMap<number, Pending>();
-  /** Pings and probes waiting for their answer, by frame id. */
-  readonly #control = new Map<number, (frame: PongFrame | ProbedFrame) => void>();
+  /** Pings, probes and AWS chain resolutions waiting for their answer, by frame id. */
+  readonly #control = new Map<number, (frame: ControlAnswer) => void>();
   readonly #log: Logger;
   readonly #deployments: DeploymentSlots;
   #routing: RoutingConfig;
@@ -152,6 +156,8 @@ export class WorkerPool {
   #stallMs = DEFAULT_STALL_MS;
   /** Tracing on: where the workers' attempt reports go (src/tracing/). */
   onSpans: ((frame: SpansFrame) => void) | null = null;
+  /** Where the workers' AWS credential chain reports go (src/supervisor/aws-chain.ts), asked for or not. */
+  onAwsChain: ((frame: AwsChainStateFrame) => void) | null = null;
 
   /**
    * `size` worker threads; 0 runs one worker session inline on the front
@@ -267,7 +273,16 @@ export class WorkerPool {
     return this.#ask(this.#leastBusy(), timeoutMs + 250, (id) => ({ t: 'probe', id, upstream, timeoutMs })) as Promise<ProbedFrame | null>;
   }
 
-  #ask(slot: Slot, timeoutMs: number, frame: (id: number) => ToWorker): Promise<PongFrame | ProbedFrame | null> {
+  /**
+   * Asks the least busy worker to resolve the AWS credential chain of `region` now (loading the AWS
+   * packages if it had not): readiness, for a pod whose only credentials are the chain's. Null when
+   * the worker did not answer in time; its answer still reaches `onAwsChain` when it comes.
+   */
+  resolveAwsChain(region: string, timeoutMs: number): Promise<AwsChainStateFrame | null> {
+    return this.#ask(this.#leastBusy(), timeoutMs, (id) => ({ t: 'aws_chain', id, region })) as Promise<AwsChainStateFrame | null>;
+  }
+
+  #ask(slot: Slot, timeoutMs: number, frame: (id: number) => ToWorker): Promise<ControlAnswer | null> {
     return new Promise((resolve) => {
       const id = this.#nextId++;
       const timer = setTimeout(() => {
@@ -406,6 +421,12 @@ export class WorkerPool {
       this.#control.delete(frame.id);
       done?.(frame);
       return;
+    }
+    if (frame.t === 'aws_chain_state') {
+      this.onAwsChain?.(frame);
+      const asked = this.#control.get(frame.id);
+      this.#control.delete(frame.id);
+      return asked?.(frame);
     }
     if (frame.t === 'notice') return this.#logNotice(frame);
     if (frame.t === 'fault') return this.#log.error({ event: 'internal_error', request_id: frame.requestId, error: frame.error, stack: frame.stack }, `internal error in a worker, answered 500: ${frame.error}`);

@@ -7,7 +7,9 @@
  * - every request is authenticated as AWS does: a Bedrock API key as
  *   `Authorization: Bearer`, or a SigV4 signature VERIFIED by recomputing
  *   it from the request as received (method, target, the signed header
- *   lines, the body's bytes) and the fake's own credentials, by sigv4.ts:
+ *   lines, the body's bytes) and the fake's own credentials (two fixed
+ *   identities, and any a test `trust`s: the temporary credentials of the
+ *   STS and container credentials fakes, aws-credential-fakes.ts), by sigv4.ts:
  *   a verifier of its own, not the signer the gateway uses
  *   (@smithy/signature-v4), checked against AWS's published SigV4 test
  *   suite (sigv4.test.ts). A signature more than 5 minutes from the
@@ -88,6 +90,11 @@ export interface BedrockUpstream extends FakeServer {
   skewMs: number;
   /** performance.now() when the last frame of the last stream was written. */
   lastFrameAt: number;
+  /**
+   * Takes requests signed with these keys too (temporary credentials from an STS or container
+   * credentials fake: a request must then carry the session token), until `reset`.
+   */
+  trust(identity: Identity): void;
   reset(): void;
 }
 
@@ -101,11 +108,12 @@ export async function startBedrockUpstream(): Promise<BedrockUpstream> {
   const refused: string[] = [];
   let served = 0;
   const state = { skewMs: 0, lastFrameAt: 0 };
+  const identities = new Map(IDENTITIES);
   const server = await startFakeServer((req, res, { later, alive }) => {
     const requestId = `fake-${String(++served).padStart(4, '0')}-0000-0000-0000-000000000000`;
     const headers = { 'x-amzn-requestid': requestId };
     {
-      const refusal = authenticate(req, Date.now() + state.skewMs);
+      const refusal = authenticate(req, Date.now() + state.skewMs, identities);
       if (refusal !== null) {
         refused.push(`${refusal.type}: ${refusal.message}`);
         return bedrockError(res, 403, refusal.type, refusal.message, headers);
@@ -157,11 +165,14 @@ export async function startBedrockUpstream(): Promise<BedrockUpstream> {
     script: (...replies) => void queue.push(...replies),
     converse: () => withModel(server.received.filter((r) => /\/(converse|converse-stream)$/.test(r.path))),
     invocations: () => withModel(server.received.filter((r) => r.path.endsWith('/invoke'))),
+    trust: (identity) => void identities.set(identity.accessKeyId, identity),
     reset() {
       queue.length = 0;
       refused.length = 0;
       server.received.length = 0;
       state.skewMs = 0;
+      identities.clear();
+      for (const [id, identity] of IDENTITIES) identities.set(id, identity);
     },
   };
 }
@@ -170,7 +181,7 @@ const withModel = (requests: FakeRequest[]) => requests.map((r) => Object.assign
 
 // ── authentication ──
 
-interface Identity {
+export interface Identity {
   readonly accessKeyId: string;
   readonly secretAccessKey: string;
   readonly sessionToken?: string;
@@ -181,8 +192,8 @@ const IDENTITIES = new Map<string, Identity>([
   [AWS_SESSION_KEYS.accessKeyId, AWS_SESSION_KEYS],
 ]);
 
-/** Bedrock runtime's SigV4 scope as seen by the fake, at the fake's clock `now`. */
-export const bedrockScope = (now: number): SigV4Scope => ({ service: 'bedrock', region: BEDROCK_REGION, identity: (id) => IDENTITIES.get(id), now });
+/** Bedrock runtime's SigV4 scope as seen by the fake, at the fake's clock `now`, taking the keys of `identities`. */
+export const bedrockScope = (now: number, identities: ReadonlyMap<string, Identity> = IDENTITIES): SigV4Scope => ({ service: 'bedrock', region: BEDROCK_REGION, identity: (id) => identities.get(id), now });
 
 /** A request the fake received, as the verifier reads it: target, header lines and body as they arrived. */
 export function signedRequestOf(req: FakeRequest): SignedRequest {
@@ -195,12 +206,12 @@ export function signedRequestOf(req: FakeRequest): SignedRequest {
  * Null when AWS would take the request's credentials: a Bedrock API key as `Authorization:
  * Bearer`, or a SigV4 signature (sigv4.ts, checked against AWS's published suite); else its 403.
  */
-function authenticate(req: FakeRequest, now: number): SigV4Refusal | null {
+function authenticate(req: FakeRequest, now: number, identities: ReadonlyMap<string, Identity>): SigV4Refusal | null {
   const authorization = String(req.headers.authorization ?? '');
   if (authorization.startsWith('Bearer ')) {
     return authorization.slice(7) === BEDROCK_API_KEY ? null : { type: 'UnrecognizedClientException', message: 'The security token included in the request is invalid.' };
   }
-  return verifySigV4(signedRequestOf(req), bedrockScope(now));
+  return verifySigV4(signedRequestOf(req), bedrockScope(now, identities));
 }
 
 // ── answers ──

@@ -23,14 +23,15 @@ export function serverEntry(root: string): string {
 }
 
 /**
- * This process's environment without any gateway setting (GATEWAY_*, TOOLKIT_*, OTEL_*, PORT, HOST,
- * LOG_LEVEL): a test that starts the server sets what it means to, and nothing leaks in from
- * the shell that ran the tests (an OTEL_EXPORTER_OTLP_ENDPOINT there would turn tracing on).
+ * This process's environment without any gateway setting (GATEWAY_*, TOOLKIT_*, OTEL_*, AWS_*, PORT,
+ * HOST, LOG_LEVEL): a test that starts the server sets what it means to, and nothing leaks in from
+ * the shell that ran the tests (an OTEL_EXPORTER_OTLP_ENDPOINT there would turn tracing on; AWS_*
+ * keys, a profile or a web identity there would be a bedrock deployment's credentials, its chain's).
  */
 export function settingsFreeEnv(): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) {
-    if (k.startsWith('GATEWAY_') || k.startsWith('TOOLKIT_') || k.startsWith('OTEL_') || k === 'PORT' || k === 'HOST' || k === 'LOG_LEVEL') continue;
+    if (k.startsWith('GATEWAY_') || k.startsWith('TOOLKIT_') || k.startsWith('OTEL_') || k.startsWith('AWS_') || k === 'PORT' || k === 'HOST' || k === 'LOG_LEVEL') continue;
     env[k] = v;
   }
   return env;

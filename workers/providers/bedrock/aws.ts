@@ -4,7 +4,9 @@
  * parser):
  * - SigV4 with `@smithy/signature-v4` and Node's SHA-256 through
  *   `@smithy/hash-node` (what the SDK itself signs with on Node), one signer
- *   per credentials object, so its signing-key cache is reused;
+ *   per credentials object, so its signing-key cache is reused; for the AWS
+ *   credential chain (chain.ts), one signer per region, which asks the
+ *   chain for its identity at each signature (SignatureV4 takes a provider);
  * - the AWS event stream of ConverseStream: each message's prelude, headers
  *   and both CRCs are read by `@smithy/eventstream-codec` (with
  *   `@smithy/util-utf8`). What is left to this file is cutting the byte
@@ -26,6 +28,7 @@ import type { SignatureV4 } from '@smithy/signature-v4';
 import type { Credentials } from '../../../protocol/config.js';
 import { GatewayError } from '../../../protocol/errors.js';
 import type { SseBatch } from '../../sse.js';
+import type { ChainIdentity } from './chain.js';
 import { ERROR, EXCEPTION } from './stream.js';
 
 /** One decoded message as the translator reads it: its name (stream.ts says how exceptions and errors are named) and payload. */
@@ -43,6 +46,11 @@ type AwsCredentials = Extract<Credentials, { kind: 'aws' }>;
 export interface AwsLibraries {
   /** The signer of a credentials object (one each, so its signing-key cache is reused). */
   signer(credentials: AwsCredentials, region: string): SignatureV4;
+  /**
+   * The signer of a region's AWS credential chain (one per region): `identity` is asked at each
+   * signature, and the signing-key cache serves as long as the chain hands out the same keys.
+   */
+  chainSigner(region: string, identity: () => Promise<ChainIdentity>): SignatureV4;
   /** One whole event-stream message, its CRCs checked, as the translator reads it. */
   decode(bytes: Uint8Array): StreamMessage;
 }
@@ -60,6 +68,8 @@ export async function loadAwsLibraries(): Promise<AwsLibraries> {
   const { SignatureV4 } = exportsOf(signerPackage);
   const { fromUtf8 } = exportsOf(utf8Package);
   const signers = new WeakMap<Credentials, SignatureV4>();
+  const chainSigners = new Map<string, SignatureV4>();
+  const sha256 = Hash.bind(null, 'sha256');
   // The codec takes its UTF-8 decoder as an argument: util-utf8's makes a Buffer per string, and a
   // message has seven (three header names and values, and the payload), 0.7 µs of its 2 µs decode.
   const codec = new EventStreamCodec(toUtf8, fromUtf8);
@@ -68,8 +78,16 @@ export async function loadAwsLibraries(): Promise<AwsLibraries> {
       let signer = signers.get(credentials);
       if (signer === undefined) {
         const identity = { accessKeyId: credentials.accessKeyId, secretAccessKey: credentials.secretAccessKey, ...(credentials.sessionToken === null ? {} : { sessionToken: credentials.sessionToken }) };
-        signer = new SignatureV4({ credentials: identity, region, service: SERVICE, sha256: Hash.bind(null, 'sha256'), uriEscapePath: true });
+        signer = new SignatureV4({ credentials: identity, region, service: SERVICE, sha256, uriEscapePath: true });
         signers.set(credentials, signer);
+      }
+      return signer;
+    },
+    chainSigner(region, identity) {
+      let signer = chainSigners.get(region);
+      if (signer === undefined) {
+        signer = new SignatureV4({ credentials: identity, region, service: SERVICE, sha256, uriEscapePath: true });
+        chainSigners.set(region, signer);
       }
       return signer;
     },
@@ -97,11 +115,10 @@ function baseOf(apiBase: string): URL {
 /**
  * Signs a request as it will be sent (method, `api_base` path + `path`, `query`, every header
  * given, the body) with SigV4 and adds the signature's headers to `headers`; `host` is added, and
- * signed, too.
+ * signed, too. A chain signer's failure to get credentials is thrown as the chain threw it.
  */
 export async function sign(
-  libraries: AwsLibraries,
-  credentials: AwsCredentials,
+  signer: SignatureV4,
   region: string,
   apiBase: string,
   request: { readonly method: 'GET' | 'POST'; readonly path: string; readonly query: Readonly<Record<string, string>>; readonly body: string | null },
@@ -109,7 +126,7 @@ export async function sign(
 ): Promise<void> {
   const base = baseOf(apiBase);
   headers.host = base.host;
-  const signed = await libraries.signer(credentials, region).sign(
+  const signed = await signer.sign(
     {
       method: request.method,
       protocol: base.protocol,

@@ -6,7 +6,8 @@
  * and Cohere), each signed with SigV4 or sent with a Bedrock API key, on
  * the shared transport (http-attempt.ts). The pure translators are
  * request.ts, response.ts, stream.ts and embeddings.ts; errors are
- * errors.ts. The AWS packages (aws.ts: the signer, the event-stream codec)
+ * errors.ts. The AWS packages (aws.ts: the signer, the event-stream codec;
+ * chain.ts: the standard credential chain, for a deployment without keys)
  * are loaded on a bedrock deployment's first call or probe, so a worker or
  * an inline front that serves none never loads them
  * (test/module-graph.test.ts).
@@ -24,6 +25,7 @@ import { httpAttempt, type HttpDialect } from '../http-attempt.js';
 import { pathSegment } from '../path.js';
 import { TranslatingRelay } from '../translating-relay.js';
 import { EventStreamParser, loadAwsLibraries, sign, type AwsLibraries } from './aws.js';
+import { regionChain } from './chain.js';
 import type { BedrockSettings } from './config.js';
 import { BATCH_SIZE, embeddingFamily, embeddingRequest, embeddingTexts, embeddingVectors, type EmbeddingFamily } from './embeddings.js';
 import { bedrockError, errorTypeOf } from './errors.js';
@@ -45,15 +47,22 @@ async function awsLibraries(): Promise<AwsLibraries> {
 
 /**
  * A call's credentials into `headers`: a Bedrock API key as `Authorization: Bearer`, or a SigV4
- * signature (aws.ts). Every request is made through here, so the AWS packages are loaded before
- * any answer comes, the stream decoder included.
+ * signature (aws.ts) with the deployment's keys or the AWS credential chain's (chain.ts), which
+ * throws `upstream_credentials_unavailable` when the chain has none. Every request is made through
+ * here, so the AWS packages are loaded before any answer comes, the stream decoder included.
  */
-async function authorize(upstream: Pick<Upstream, 'apiBase' | 'credentials' | 'settings'>, request: Parameters<typeof sign>[4], headers: Record<string, string>): Promise<void> {
-  const { credentials } = upstream;
+async function authorize(upstream: Pick<Upstream, 'apiBase' | 'credentials' | 'settings'>, request: Parameters<typeof sign>[3], headers: Record<string, string>): Promise<void> {
+  const { credentials, apiBase } = upstream;
   if (credentials.kind === 'key') headers.authorization = `Bearer ${credentials.key}`;
   const libraries = await awsLibraries();
-  if (credentials.kind === 'aws' && upstream.apiBase !== null) await sign(libraries, credentials, settingsOf<BedrockSettings>(upstream).region, upstream.apiBase, request, headers);
+  if (apiBase === null) return;
+  const { region } = settingsOf<BedrockSettings>(upstream);
+  if (credentials.kind === 'aws') await sign(libraries.signer(credentials, region), region, apiBase, request, headers);
+  else if (credentials.kind === 'aws_chain') await sign(libraries.chainSigner(region, chainIdentity(region)), region, apiBase, request, headers);
 }
+
+/** The identity provider a region's chain signer asks: the chain is made on its first signature. */
+const chainIdentity = (region: string) => () => regionChain(region).identity();
 
 /** A stream's parser: the AWS event stream's messages as named events (aws.ts). */
 function eventStreamParser(maxMessageBytes: number): EventStreamParser {
