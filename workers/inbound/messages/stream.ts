@@ -28,6 +28,7 @@
  * that block stopped, so the stream fails (upstream_invalid_response)
  * rather than give the client a tool call with part of its input.
  */
+import type { ErrorCode } from '../../../protocol/errors.js';
 import type { Usage } from '../../../protocol/frames.js';
 import { errorEvent, errorTypeOf, statusOfCode } from './errors.js';
 import { messageIdOf, toAnthropicToolId, type IdSource } from './ids.js';
@@ -75,7 +76,7 @@ export class MessagesEventStream {
   #finishReason: unknown = null;
   #stopSequence: unknown = null;
   #usage: MessageUsage | null = null;
-  #failure: { code: string; message: string } | null = null;
+  #failure: { code: ErrorCode; message: string } | null = null;
 
   constructor(options: StreamOptions) {
     this.#options = options;
@@ -96,8 +97,8 @@ export class MessagesEventStream {
     return this.#content;
   }
 
-  /** The failure the stream ended with, when a chunk carried an error or could not be carried: the session's answer to the attempt. */
-  get failure(): { code: string; message: string } | null {
+  /** The failure the stream ended with, when a chunk carried an error or could not be carried: what the session's sink tells ClientSink.fail (its events already written). */
+  get failure(): { code: ErrorCode; message: string } | null {
     return this.#failure;
   }
 
@@ -154,7 +155,7 @@ export class MessagesEventStream {
   }
 
   /** The stream's own failure (a chunk it cannot carry): reported to the session through `failure`, and the error event. */
-  #failWith(code: string, message: string): void {
+  #failWith(code: ErrorCode, message: string): void {
     this.#failure = { code, message };
     this.#error(code, message);
   }
