@@ -125,13 +125,13 @@ function userTurn(content: unknown, at: string, messages: Json[]): void {
     messages.push({ role: 'user', content });
     return;
   }
-  const toolImages: Json[] = [];
+  const toolMedia: Json[] = [];
   const parts: Json[] = [];
   blocksOf(content, at).forEach((block, j) => {
     const where = `${at}[${j}]`;
     switch (block.type) {
       case 'tool_result':
-        messages.push(toolMessage(block, where, toolImages));
+        messages.push(toolMessage(block, where, toolMedia));
         return;
       case 'text':
         parts.push({ type: 'text', text: textOf(block, where) });
@@ -146,7 +146,7 @@ function userTurn(content: unknown, at: string, messages: Json[]): void {
       // Anthropic-only content (search results, container uploads, server tools' results, …): dropped.
     }
   });
-  const all = [...toolImages, ...parts];
+  const all = [...toolMedia, ...parts];
   if (all.length === 0) return;
   // Text alone goes as a string: every chat upstream takes that; not all take parts.
   if (all.every((p) => p.type === 'text')) messages.push({ role: 'user', content: all.map((p) => p.text as string).join('\n') });
@@ -193,8 +193,8 @@ function toolCall(block: Json, at: string): Json {
   return { id: toProviderToolId(block.id), type: 'function', function: { name: block.name, arguments: JSON.stringify(input) } };
 }
 
-/** A `tool_result` → a tool message: its text blocks joined with `\n`; its images go to `images` (the user message after the tool messages). */
-function toolMessage(block: Json, at: string, images: Json[]): Json {
+/** A `tool_result` → a tool message: its text blocks joined with `\n`; its images and PDFs go to `media` (the head of the user message after the tool messages). */
+function toolMessage(block: Json, at: string, media: Json[]): Json {
   if (typeof block.tool_use_id !== 'string' || block.tool_use_id.length === 0) throw invalid(`${at}.tool_use_id`, 'must be a non-empty string');
   let text: string;
   const content = block.content;
@@ -205,11 +205,11 @@ function toolMessage(block: Json, at: string, images: Json[]): Json {
     blocksOf(content, `${at}.content`).forEach((inner, k) => {
       const where = `${at}.content[${k}]`;
       if (inner.type === 'text') texts.push(textOf(inner, where));
-      else if (inner.type === 'image') images.push(imagePart(inner, where));
+      else if (inner.type === 'image') media.push(imagePart(inner, where));
       else if (inner.type === 'document') {
         const part = documentPart(inner, where);
         if (part.type === 'text') texts.push(part.text as string);
-        else images.push(part);
+        else media.push(part);
       }
     });
     text = texts.join('\n');
