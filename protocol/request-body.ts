@@ -141,6 +141,54 @@ function typedParts(parts: unknown): boolean {
   return true;
 }
 
+/**
+ * The shapes Claude Code and the Anthropic SDKs send to `POST /v1/messages`:
+ * messages of a string or typed blocks, system as a string or text blocks,
+ * named tools, a known tool choice. Accepts only what messagesRequestSchema
+ * (requests.ts) accepts; null for an optional field goes to the schema.
+ */
+export function plainMessages(body: Record<string, unknown>): boolean {
+  if (!nonEmptyString(body.model)) return false;
+  const max = body.max_tokens;
+  if (!Number.isSafeInteger(max) || (max as number) < 0) return false;
+  if (body.stream !== undefined && typeof body.stream !== 'boolean') return false;
+  if ((body.temperature !== undefined && typeof body.temperature !== 'number') || (body.top_p !== undefined && typeof body.top_p !== 'number')) return false;
+  const stop = body.stop_sequences;
+  if (stop !== undefined && !(Array.isArray(stop) && stop.every((s) => typeof s === 'string'))) return false;
+  const metadata = body.metadata;
+  if (metadata !== undefined && !(isRecord(metadata) && (metadata.user_id === undefined || metadata.user_id === null || typeof metadata.user_id === 'string'))) return false;
+  const system = body.system;
+  if (system !== undefined && typeof system !== 'string') {
+    if (!Array.isArray(system)) return false;
+    for (const block of system) if (!isRecord(block) || block.type !== 'text' || typeof block.text !== 'string') return false;
+  }
+  const tools = body.tools;
+  if (tools !== undefined) {
+    if (!Array.isArray(tools)) return false;
+    for (const tool of tools) if (!isRecord(tool) || !nonEmptyString(tool.name)) return false;
+  }
+  const choice = body.tool_choice;
+  if (choice !== undefined) {
+    if (!isRecord(choice) || (choice.disable_parallel_tool_use !== undefined && typeof choice.disable_parallel_tool_use !== 'boolean')) return false;
+    if (!(TOOL_CHOICES.has(choice.type as string) || (choice.type === 'tool' && nonEmptyString(choice.name)))) return false;
+  }
+  const messages = body.messages;
+  if (!Array.isArray(messages) || messages.length === 0) return false;
+  for (const m of messages) {
+    if (!isRecord(m) || (m.role !== 'user' && m.role !== 'assistant')) return false;
+    if (typeof m.content !== 'string' && !typedBlocks(m.content)) return false;
+  }
+  return true;
+}
+
+const TOOL_CHOICES = new Set(['auto', 'any', 'none']);
+
+function typedBlocks(blocks: unknown): boolean {
+  if (!Array.isArray(blocks)) return false;
+  for (const block of blocks) if (!isRecord(block) || !nonEmptyString(block.type)) return false;
+  return true;
+}
+
 const PLAIN: Readonly<Record<Operation, (body: Record<string, unknown>) => boolean>> = { chat: plainChat, embeddings: plainEmbeddings, responses: plainResponses };
 
 /**

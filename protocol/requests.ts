@@ -68,6 +68,43 @@ export const responsesRequestSchema = z.looseObject({
   store: nullish(z.boolean()),
 });
 
+/** A content block: its `type` here; each type's own fields are checked where it is translated (workers/inbound/messages/request.ts). */
+const messagesBlock = z.looseObject({ type: z.string().min(1) });
+const parallelChoice = { disable_parallel_tool_use: nullish(z.boolean()) };
+
+/**
+ * CONTRACT.md, Anthropic Messages API (inbound): `POST /v1/messages`. The
+ * fields the translation to chat relies on, typed as Anthropic's API
+ * reference types them; `max_tokens` is required as Anthropic requires it.
+ * Every other field (`thinking`, `cache_control`, `top_k`, betas' fields…)
+ * is an open list: passed through to Anthropic, dropped on the chat path,
+ * never refused here.
+ */
+export const messagesRequestSchema = z.looseObject({
+  model: z.string().min(1),
+  max_tokens: z.number().int().nonnegative(),
+  messages: z.array(z.looseObject({ role: z.enum(['user', 'assistant']), content: z.union([z.string(), z.array(messagesBlock)]) })).min(1),
+  system: nullish(z.union([z.string(), z.array(z.looseObject({ type: z.literal('text'), text: z.string() }))])),
+  stream: nullish(z.boolean()),
+  stop_sequences: nullish(z.array(z.string())),
+  temperature: nullish(z.number()),
+  top_p: nullish(z.number()),
+  metadata: nullish(z.looseObject({ user_id: nullish(z.string()) })),
+  tools: nullish(z.array(z.looseObject({ name: z.string().min(1) }))),
+  tool_choice: nullish(
+    z.discriminatedUnion('type', [
+      z.looseObject({ type: z.enum(['auto', 'any', 'none']), ...parallelChoice }),
+      z.looseObject({ type: z.literal('tool'), name: z.string().min(1), ...parallelChoice }),
+    ]),
+  ),
+});
+
+/** Checks a Messages body the hand check (request-body.ts, plainMessages) did not pass; throws the `invalid_request` that names the first problem. */
+export function checkMessagesRequest(json: Record<string, unknown>): void {
+  const result = messagesRequestSchema.safeParse(json, { reportInput: true });
+  if (!result.success) throw new GatewayError('invalid_request', describe(result.error));
+}
+
 /**
  * What a stateless gateway cannot do, refused with `unsupported_parameter`
  * before any schema check: continuing or referring to a stored response or
