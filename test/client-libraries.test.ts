@@ -15,10 +15,10 @@ import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { HumanMessage, ToolMessage, type AIMessage } from '@langchain/core/messages';
 import { ChatOpenAI, OpenAIEmbeddings } from '@langchain/openai';
 import { embed, embedMany, generateObject, generateText, stepCountIs, streamText, tool, type LanguageModel } from 'ai';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
-import { UPSTREAM_KEY, startTestGateway, type TestGateway } from './support/gateway.js';
+import { UPSTREAM_KEY, expectNoRefusals, startTestGateway, type TestGateway } from './support/gateway.js';
 import { responsesAliases, startResponsesUpstream, type ResponsesUpstream } from './support/responses-upstream.js';
 
 let up: ResponsesUpstream;
@@ -46,6 +46,7 @@ beforeEach(() => {
   up.reset();
   embedUp.reset();
 });
+afterEach(() => expectNoRefusals(embedUp, 'up-embed'));
 
 /** The float answer for `input`, asked with encoding_format float: what every SDK default must decode to. */
 async function floatEmbedding(model: string, input: string): Promise<number[]> {

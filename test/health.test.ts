@@ -409,12 +409,17 @@ health: { cache_ttl: 0 }
     expect(status).toBe(503);
     expect(check(body, 'provider_credentials').status).toBe('unhealthy');
     expect((await gw.fetch('/health/live', { auth: false })).status).toBe(200);
+    // The probe went without a key (there is none to send), and the provider refuses that as OpenAI does: 401.
+    const refused = upstream.takeRefusals();
+    expect(refused.length).toBeGreaterThanOrEqual(1);
+    for (const r of refused) expect([r.method, r.path, r.key, r.refused]).toEqual(['GET', '/v1/models', null, 'key']);
   });
 
   it('an upstream check without a key is still a GET /models, never a POST', async () => {
     await sleep(50);
     expect(upstream.requests.length).toBeGreaterThanOrEqual(1);
-    for (const r of upstream.requests) expect([r.method, r.path]).toEqual(['GET', '/v1/models']);
+    for (const r of upstream.requests) expect([r.method, r.path, r.key]).toEqual(['GET', '/v1/models', null]);
+    upstream.takeRefusals();
   });
 });
 

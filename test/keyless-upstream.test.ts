@@ -9,7 +9,7 @@
  */
 import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
-import { UPSTREAM_KEY, startTestGateway, useGatewayWithUpstream } from './support/gateway.js';
+import { UPSTREAM_KEY, startTestGateway, useGateway } from './support/gateway.js';
 
 const UNSET = 'SWITCHYARD_KEYLESS_TEST_UNSET';
 
@@ -22,15 +22,19 @@ function credentialsCheckOf(report: Record<string, unknown>): Record<string, unk
 }
 
 describe('a pod whose only alias is a keyless openai deployment (a self-hosted vLLM)', () => {
-  const { gw, upstream } = useGatewayWithUpstream((up) => ({
-    workers: 1,
-    yaml: `
+  // The fake is keyless too, as the self-hosted server is: it takes a request with no key.
+  const { gw, upstream } = useGateway({
+    upstreamKey: null,
+    gateway: (up) => ({
+      workers: 1,
+      yaml: `
 model_list:
   - model_name: local-llama
     params: { model: openai/meta-llama/Llama-3-8B, api_base: ${up.url} }
 health: { cache_ttl: 0 }
 `,
-  }));
+    }),
+  });
 
   it('is Ready: /ready answers 200 with provider_credentials healthy', async () => {
     const res = await gw.fetch('/ready', { auth: false });
@@ -72,14 +76,16 @@ describe('keyed and missing credentials beside it', () => {
   - model_name: hosted
     params: { model: openai/gpt-4o-mini }`;
   // startTestGateway reads only the env it is given: neither OPENAI_API_KEY nor UNSET is set.
-  const { gw, upstream } = useGatewayWithUpstream((up) => ({
-    workers: 1,
-    yaml: `
+  const { gw, upstream } = useGateway({
+    gateway: (up) => ({
+      workers: 1,
+      yaml: `
 model_list:
   - model_name: literal
     params: { model: openai/m, api_base: ${up.url}, api_key: ${UPSTREAM_KEY} }${missing(up.url)}
 `,
-  }));
+    }),
+  });
 
   it('a deployment with a literal key sends Authorization: Bearer <key>', async () => {
     await gw.client().chat.completions.create({ model: 'literal', messages: [{ role: 'user', content: 'hi' }] });

@@ -5,6 +5,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { expectNoRefusals } from './support/routing.js';
 import { deploymentYaml, startScriptedUpstream } from './support/scripted-upstream.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { spawnGateway, type GatewayProcess, type LogLine } from './support/gateway-process.js';
@@ -243,6 +244,7 @@ router_settings: { cooldown_time: 60 }
       const next = await post(p.port, 'chat', false);
       expect(next.headers.get('x-switchyard-deployment')).toBe('south');
       expect(up.at('east').received).toHaveLength(1);
+      expectNoRefusals(up);
     } finally {
       await up.close();
     }

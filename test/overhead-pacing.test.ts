@@ -3,8 +3,9 @@
 // routed response; switchyard_time_per_output_token_seconds observes each gap between a stream's
 // data events, and switchyard_gateway_overhead_seconds the headers' values.
 import { getMetricsFromIterator, type PromHistogramData } from 'prom2javascript';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { useGateway } from './support/gateway.js';
+import { expectNoRefusals } from './support/routing.js';
 import { deploymentYaml, startScriptedUpstream, type ScriptedUpstream } from './support/scripted-upstream.js';
 
 /** What each upstream (scripted or mock) waits before its answer: the overhead must not contain it. */
@@ -35,6 +36,7 @@ router_settings: { num_retries: 1 }
   }),
 });
 beforeEach(() => up.reset());
+afterEach(() => expectNoRefusals(up));
 
 async function timed(path: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; elapsedMs: number; overhead: string | null }> {
   const started = performance.now();

@@ -164,7 +164,7 @@ describe('proxy: forwarding, routing and validation (default config)', () => {
       // The same request straight to the fake upstream.
       const directRes = await fetch(`${upstream.url}/embeddings`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json' },
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${UPSTREAM_KEY}` },
         body: seen.body,
       });
       expect(directRes.status).toBe(200);

@@ -8,7 +8,7 @@
 import OpenAI from 'openai';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { deploymentYaml, type Step } from './support/scripted-upstream.js';
-import { chat, deploymentStates, startRouted, type Routed } from './support/routing.js';
+import { chat, deploymentStates, expectNoRefusals, startRouted, type Routed } from './support/routing.js';
 import { REFUSED_PORT } from './support/start-command.js';
 
 const NAMES = ['east', 'west', 'south', 'north'];
@@ -27,7 +27,13 @@ describe('the failure table', () => {
   beforeEach(async () => {
     r = await startRouted(NAMES, (up) => config(up));
   });
-  afterEach(() => r.close());
+  afterEach(async () => {
+    try {
+      expectNoRefusals(r.up);
+    } finally {
+      await r.close();
+    }
+  });
   const at = (name: string) => r.up.at(name);
 
   describe('transient failures: retried on another deployment, counted toward allowed_fails, not cooled before it', () => {
@@ -68,6 +74,9 @@ model_list:
         expect(answer.status).toBe(200);
         expect(answer.routing).toEqual({ deployment: 'west', attempts: '2', fallback: null });
         expect((await deploymentStates(local.gw, 'chat')).dead?.last_error).toMatchObject({ code: 'upstream_unreachable', status: 0 });
+        // The retry carried west's own key, not the dead deployment's `k`.
+        expect(local.up.at('west').received.map((q) => q.key)).toEqual([local.up.at('west').key]);
+        expectNoRefusals(local.up);
       } finally {
         await local.close();
       }

@@ -8,9 +8,9 @@
  * a stream.
  */
 import http from 'node:http';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { deploymentYaml, type Step } from './support/scripted-upstream.js';
-import { chat, dataEvents, startRouted, streamedContent, type Routed } from './support/routing.js';
+import { chat, dataEvents, expectNoRefusals, startRouted, streamedContent, type Routed } from './support/routing.js';
 
 const ROLE = /"role":"assistant"/g;
 
@@ -27,6 +27,7 @@ router_settings: { stream_commit_timeout: 0.4, cooldown_time: 0.01, allowed_fail
   });
   afterAll(() => r.close());
   beforeEach(() => r.up.reset());
+  afterEach(() => expectNoRefusals(r.up));
   const at = (name: string) => r.up.at(name);
 
   it.each<{ how: string; step: Step }>([

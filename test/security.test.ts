@@ -63,6 +63,8 @@ afterAll(() => new Promise<void>((resolve) => sentinel?.close(() => resolve())))
 
 const { gw, upstream } = useGateway({
   resetUpstreams: false,
+  // The provider takes PROVIDER_KEY, the key the aliases are configured with: a request without it is refused.
+  upstreamKey: PROVIDER_KEY,
   gateway: (upstream) => ({
     yaml: `
 model_list:

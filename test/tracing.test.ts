@@ -4,10 +4,11 @@
 // is gone costs no request latency, and the spans it cannot take are dropped and counted.
 import * as semconv from '@opentelemetry/semantic-conventions';
 import * as incubating from '@opentelemetry/semantic-conventions/incubating';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ATTR, REQUEST_PARAMS } from '../protocol/genai.js';
 import { TEST_KEY, useGateway, type GatewayEndpoint } from './support/gateway.js';
 import { SPAN_KIND, STATUS_CODE, startOtlpCollector, type CollectedSpan, type CollectorMode, type OtlpCollector } from './support/otlp-collector.js';
+import { expectNoRefusals } from './support/routing.js';
 import { deploymentYaml, startScriptedUpstream, type ScriptedUpstream } from './support/scripted-upstream.js';
 import { REFUSED_PORT } from './support/start-command.js';
 
@@ -54,6 +55,7 @@ function useTracedGateway(env: Record<string, string> = {}, mode: CollectorMode 
     t.collector.reset();
     t.collector.mode(mode);
   });
+  afterEach(() => expectNoRefusals(t.up));
   return { gw, t };
 }
 
@@ -410,6 +412,7 @@ describe('a collector that is gone costs no request latency either', () => {
     up = await startScriptedUpstream(['east', 'west', 'solo']);
   });
   afterAll(() => up?.close());
+  afterEach(() => expectNoRefusals(up));
   const { gw } = useGateway({
     upstreams: 0,
     process: true,

@@ -8,7 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ErrorCode } from '../protocol/errors.js';
 import type { Behaviour } from './support/fake-upstream.js';
-import { useGateway } from './support/gateway.js';
+import { UPSTREAM_KEY, useGateway } from './support/gateway.js';
 import { REFUSED_PORT } from './support/start-command.js';
 
 interface Fault {
@@ -51,7 +51,7 @@ describe('upstream faults', () => {
         yaml: `
 model_list:
   - model_name: faulty
-    params: { model: openai/fake-model, api_base: ${upstream.url}, api_key: k, ${timeouts} }
+    params: { model: openai/fake-model, api_base: ${upstream.url}, api_key: ${UPSTREAM_KEY}, ${timeouts} }
   - model_name: refused
     params: { model: openai/fake-model, api_base: http://127.0.0.1:${dead}/v1, api_key: k, ${timeouts} }
 limits:

@@ -1,6 +1,7 @@
 import http from 'node:http';
+import OpenAI, { AuthenticationError, NotFoundError } from 'openai';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startFakeUpstream, type FakeUpstream } from './fake-upstream.js';
+import { startFakeUpstream, UPSTREAM_KEY, type FakeUpstream } from './fake-upstream.js';
 
 let up: FakeUpstream;
 
@@ -20,13 +21,21 @@ afterEach(async () => {
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
+/** The key the fake takes, as the gateway sends it. */
+const AUTH = { authorization: `Bearer ${UPSTREAM_KEY}` };
+
 function postJson(path: string, body: unknown, init: RequestInit = {}): Promise<Response> {
   return fetch(`${up.url}${path}`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
+    headers: { 'content-type': 'application/json', ...AUTH },
     body: JSON.stringify(body),
     ...init,
   });
+}
+
+/** GET with the fake's key. */
+function get(path: string, init: RequestInit = {}): Promise<Response> {
+  return fetch(`${up.url}${path}`, { ...init, headers: AUTH });
 }
 
 function sseData(text: string): string[] {
@@ -62,7 +71,7 @@ describe('ok behaviour', () => {
   });
 
   it('GET /v1/models', async () => {
-    const res = await fetch(`${up.url}/models`);
+    const res = await get('/models');
     expect(res.status).toBe(200);
     expect(res.headers.get('x-fake-upstream')).toBe('1');
     expect(await res.json()).toEqual({
@@ -79,9 +88,7 @@ describe('ok behaviour', () => {
         { role: 'user', content: 'hello there' },
       ],
     };
-    const res = await postJson('/chat/completions', body, {
-      headers: { 'content-type': 'application/json', authorization: 'Bearer sk-test' },
-    });
+    const res = await postJson('/chat/completions', body);
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toBe('application/json');
     expect(res.headers.get('x-fake-upstream')).toBe('1');
@@ -98,7 +105,9 @@ describe('ok behaviour', () => {
     const rec = up.requests[0]!;
     expect(rec.method).toBe('POST');
     expect(rec.path).toBe('/v1/chat/completions');
-    expect(rec.headers.authorization).toBe('Bearer sk-test');
+    expect(rec.headers.authorization).toBe(`Bearer ${UPSTREAM_KEY}`);
+    expect(rec.key).toBe(UPSTREAM_KEY);
+    expect(rec.refused).toBeNull();
     expect(rec.body).toBe(JSON.stringify(body));
     expect(rec.json).toEqual(body);
 
@@ -116,7 +125,7 @@ describe('ok behaviour', () => {
   });
 
   it('chat with a bad body is a 400 OpenAI-style error', async () => {
-    const res = await fetch(`${up.url}/chat/completions`, { method: 'POST', body: 'nope' });
+    const res = await fetch(`${up.url}/chat/completions`, { method: 'POST', body: 'nope', headers: AUTH });
     expect(res.status).toBe(400);
     const json = (await res.json()) as { error: { type: string } };
     expect(json.error.type).toBe('invalid_request_error');
@@ -205,6 +214,7 @@ describe('ok behaviour', () => {
     expect(json.error.type).toBe('invalid_request_error');
     expect(json.error.code).toBeNull();
     expect(typeof json.error.message).toBe('string');
+    expect(json.error).toEqual({ message: 'Invalid URL (GET /v1/nope)', type: 'invalid_request_error', param: null, code: null });
   });
 
   it('keeps connections alive', async () => {
@@ -212,7 +222,7 @@ describe('ok behaviour', () => {
     const before = up.connectionsAccepted();
     const get = (): Promise<{ reused: boolean; status: number | undefined }> =>
       new Promise((resolve, reject) => {
-        const req = http.get(`${up.url}/models`, { agent }, (res) => {
+        const req = http.get(`${up.url}/models`, { agent, headers: AUTH }, (res) => {
           res.resume();
           res.on('end', () => resolve({ reused: req.reusedSocket, status: res.statusCode }));
         });
@@ -231,15 +241,133 @@ describe('ok behaviour', () => {
   });
 });
 
+describe('refuses what api.openai.com refuses, read by the official openai SDK', () => {
+  const sdk = (apiKey: string, url = up.url) => new OpenAI({ apiKey, baseURL: url, maxRetries: 0 });
+  const hi = { model: 'fake-model', messages: [{ role: 'user' as const, content: 'hi' }] };
+  /** [method, path, refused, key] of every request recorded. */
+  const record = () => up.requests.map((r) => [r.method, r.path, r.refused, r.key]);
+
+  it('the right key: chat, a stream, embeddings, models.list and models.retrieve are read by the SDK, each recorded with its method, path and key', async () => {
+    const client = sdk(UPSTREAM_KEY);
+    const completion = await client.chat.completions.create(hi);
+    expect(completion.choices[0]?.message.content).toBe('echo: hi');
+    const stream = await client.chat.completions.create({ ...hi, stream: true });
+    let text = '';
+    for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
+    expect(text).toBe('tok0 tok1 tok2 ');
+    // The SDK asks for base64 and decodes it: the fake's 8 floats, as float32.
+    const embedded = await client.embeddings.create({ model: 'e', input: ['a', 'b'] });
+    expect(embedded.data.map((d) => d.embedding.length)).toEqual([8, 8]);
+    expect((await client.models.list()).data.map((m) => m.id)).toEqual(['fake-model']);
+    expect(await client.models.retrieve('fake-model')).toEqual({ id: 'fake-model', object: 'model', created: 0, owned_by: 'fake' });
+    // A model it does not have is the served route's own 404, not a refusal.
+    const missing = await client.models.retrieve('no-such-model').catch((e: unknown) => e);
+    expect(missing).toBeInstanceOf(NotFoundError);
+    expect(missing).toMatchObject({ status: 404, code: 'model_not_found', param: 'model' });
+    expect(record()).toEqual([
+      ['POST', '/v1/chat/completions', null, UPSTREAM_KEY],
+      ['POST', '/v1/chat/completions', null, UPSTREAM_KEY],
+      ['POST', '/v1/embeddings', null, UPSTREAM_KEY],
+      ['GET', '/v1/models', null, UPSTREAM_KEY],
+      ['GET', '/v1/models/fake-model', null, UPSTREAM_KEY],
+      ['GET', '/v1/models/no-such-model', null, UPSTREAM_KEY],
+    ]);
+    expect(up.refusals()).toEqual([]);
+  });
+
+  it('a wrong key: AuthenticationError, 401 invalid_api_key with the key masked as OpenAI masks it; no behaviour used up', async () => {
+    up.behaveOnce({ kind: 'status', status: 503 });
+    const wrong = 'sk-previous-deployment-key-0123';
+    for (const call of [() => sdk(wrong).chat.completions.create(hi), () => sdk(wrong).embeddings.create({ model: 'e', input: 'x' }), () => sdk(wrong).models.list()]) {
+      const err = await call().catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(AuthenticationError);
+      expect(err).toMatchObject({ status: 401, code: 'invalid_api_key', type: 'invalid_request_error', param: null });
+      expect((err as AuthenticationError).message).toBe('401 Incorrect API key provided: sk-previ*******************0123. You can find your API key at https://platform.openai.com/account/api-keys.');
+    }
+    expect(up.refusals().map((r) => [r.method, r.path, r.refused, r.key])).toEqual([
+      ['POST', '/v1/chat/completions', 'key', wrong],
+      ['POST', '/v1/embeddings', 'key', wrong],
+      ['GET', '/v1/models', 'key', wrong],
+    ]);
+    // The refused requests never reached a behaviour: the queued 503 is the next served request's.
+    expect((await postJson('/chat/completions', hi)).status).toBe(503);
+  });
+
+  it('no key: 401 with OpenAI\'s "You didn\'t provide an API key", code null', async () => {
+    const keyless = new OpenAI({ apiKey: 'unused', baseURL: up.url, maxRetries: 0, defaultHeaders: { authorization: null } });
+    const err = await keyless.chat.completions.create(hi).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(AuthenticationError);
+    expect(err).toMatchObject({ status: 401, code: null, type: 'invalid_request_error' });
+    expect((err as AuthenticationError).message).toMatch(/^401 You didn't provide an API key\. You need to provide your API key in an Authorization header using Bearer auth/);
+    expect(record()).toEqual([['POST', '/v1/chat/completions', 'key', null]]);
+  });
+
+  it('a path it does not serve, or a served path with another method: NotFoundError, 404 Invalid URL (<method> <path>), before the key is read', async () => {
+    const client = sdk(UPSTREAM_KEY);
+    const cases: Array<[() => Promise<unknown>, string]> = [
+      [() => client.post('/chat/completion', { body: hi }), 'POST /v1/chat/completion'],
+      [() => client.post('/completions/chat', { body: hi }), 'POST /v1/completions/chat'],
+      [() => client.post('/chat/completions/', { body: hi }), 'POST /v1/chat/completions/'],
+      [() => client.post('/embedding', { body: { model: 'e', input: 'x' } }), 'POST /v1/embedding'],
+      [() => client.post('/responses', { body: { model: 'm', input: 'x' } }), 'POST /v1/responses'],
+      [() => client.get('/chat/completions'), 'GET /v1/chat/completions'],
+      [() => client.post('/models', { body: {} }), 'POST /v1/models'],
+      [() => client.get('/model'), 'GET /v1/model'],
+      [() => sdk('sk-wrong', up.origin).get('/models'), 'GET /models'],
+    ];
+    for (const [call, url] of cases) {
+      const err = await call().catch((e: unknown) => e);
+      expect(err, url).toBeInstanceOf(NotFoundError);
+      expect(err, url).toMatchObject({ status: 404, code: null, param: null, type: 'invalid_request_error', message: `404 Invalid URL (${url})` });
+    }
+    expect(up.requests.map((r) => r.refused)).toEqual(cases.map(() => 'path'));
+  });
+
+  it('refusals() lists the refusals no test took; takeRefusals() takes them; reset() forgets them', async () => {
+    await get('/nope');
+    await fetch(`${up.url}/models`);
+    expect(up.refusals().map((r) => r.refused)).toEqual(['path', 'key']);
+    expect(up.takeRefusals().map((r) => r.path)).toEqual(['/v1/nope', '/v1/models']);
+    expect(up.refusals()).toEqual([]);
+    await get('/nope');
+    expect(up.refusals()).toHaveLength(1);
+    expect(up.requests).toHaveLength(3);
+    up.reset();
+    expect(up.refusals()).toEqual([]);
+  });
+
+  it('another key, or keyless (a self-hosted server started without one)', async () => {
+    const own = await startFakeUpstream({ key: 'sk-own' });
+    const keyless = await startFakeUpstream({ key: null });
+    try {
+      expect([own.key, keyless.key]).toEqual(['sk-own', null]);
+      expect((await sdk('sk-own', own.url).chat.completions.create(hi)).object).toBe('chat.completion');
+      await expect(sdk(UPSTREAM_KEY, own.url).chat.completions.create(hi)).rejects.toBeInstanceOf(AuthenticationError);
+      expect((await sdk('anything', keyless.url).chat.completions.create(hi)).object).toBe('chat.completion');
+      expect((await fetch(`${keyless.url}/models`)).status).toBe(200);
+      // Keyless still serves only its paths.
+      await expect(sdk('anything', keyless.url).post('/chat/completion', { body: hi })).rejects.toBeInstanceOf(NotFoundError);
+      expect(keyless.requests.map((r) => [r.path, r.key, r.refused])).toEqual([
+        ['/v1/chat/completions', 'anything', null],
+        ['/v1/models', null, null],
+        ['/v1/chat/completion', 'anything', 'path'],
+      ]);
+    } finally {
+      await own.close();
+      await keyless.close();
+    }
+  });
+});
+
 describe('behaviour switching', () => {
   it('behaveOnce applies to one request (FIFO), behave sticks, reset restores ok', async () => {
     up.behave({ kind: 'status', status: 503 });
     up.behaveOnce({ kind: 'not-compatible' });
     up.behaveOnce({ kind: 'status', status: 418 });
-    const s1 = await fetch(`${up.url}/models`);
-    const s2 = await fetch(`${up.url}/models`);
-    const s3 = await fetch(`${up.url}/models`);
-    const s4 = await fetch(`${up.url}/models`);
+    const s1 = await get('/models');
+    const s2 = await get('/models');
+    const s3 = await get('/models');
+    const s4 = await get('/models');
     expect([s1.status, s2.status, s3.status, s4.status]).toEqual([200, 418, 503, 503]);
     expect(await s1.json()).toEqual({ hello: 'world' });
     await Promise.all([s2, s3, s4].map((r) => r.text()));
@@ -247,7 +375,7 @@ describe('behaviour switching', () => {
     up.reset();
     expect(up.requests).toHaveLength(0);
     expect(up.abortedRequests()).toBe(0);
-    const ok = await fetch(`${up.url}/models`);
+    const ok = await get('/models');
     expect(ok.status).toBe(200);
     await ok.text();
   });
@@ -267,13 +395,13 @@ describe('failure behaviours', () => {
 
   it('status: custom body and headers', async () => {
     up.behave({ kind: 'status', status: 429, body: { error: { message: 'slow down' } }, headers: { 'retry-after': '7' } });
-    const res = await fetch(`${up.url}/models`);
+    const res = await get('/models');
     expect(res.status).toBe(429);
     expect(res.headers.get('retry-after')).toBe('7');
     expect(await res.json()).toEqual({ error: { message: 'slow down' } });
 
     up.behave({ kind: 'status', status: 502, body: '<html>bad gateway</html>', headers: { 'content-type': 'text/html' } });
-    const html = await fetch(`${up.url}/models`);
+    const html = await get('/models');
     expect(html.status).toBe(502);
     expect(html.headers.get('content-type')).toBe('text/html');
     expect(await html.text()).toBe('<html>bad gateway</html>');
@@ -284,7 +412,7 @@ describe('failure behaviours', () => {
       kind: 'headers',
       headers: { 'x-ratelimit-remaining-requests': '9', 'set-cookie': 'a=b; Path=/', 'x-request-id': 'req-1' },
     });
-    const res = await fetch(`${up.url}/models`);
+    const res = await get('/models');
     expect(res.status).toBe(200);
     expect(res.headers.get('x-ratelimit-remaining-requests')).toBe('9');
     expect(res.headers.get('set-cookie')).toBe('a=b; Path=/');
@@ -298,7 +426,7 @@ describe('failure behaviours', () => {
     const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
     try {
       const closed = await new Promise<boolean>((resolve, reject) => {
-        const req = http.get(`${up.url}/models`, { agent }, (res) => {
+        const req = http.get(`${up.url}/models`, { agent, headers: AUTH }, (res) => {
           expect(res.headers.connection).toBe('close');
           res.resume();
           res.on('end', () => req.socket!.once('close', () => resolve(true)));
@@ -323,7 +451,7 @@ describe('failure behaviours', () => {
   it('hang: no headers until the client aborts; the abort is counted', async () => {
     up.behave({ kind: 'hang' });
     const ac = new AbortController();
-    const p = fetch(`${up.url}/models`, { signal: ac.signal });
+    const p = get('/models', { signal: ac.signal });
     await up.waitFor(() => up.requests.length === 1);
     await sleep(50);
     expect(up.openRequests()).toBe(1);
@@ -338,7 +466,7 @@ describe('failure behaviours', () => {
     up.behave({ kind: 'trickle', intervalMs: 30 });
     const ac = new AbortController();
     const t0 = Date.now();
-    const res = await fetch(`${up.url}/models`, { signal: ac.signal });
+    const res = await get('/models', { signal: ac.signal });
     expect(res.status).toBe(200);
     expect(res.headers.get('x-fake-upstream')).toBe('1');
     expect(Date.now() - t0).toBeLessThan(500); // headers come right away
@@ -391,7 +519,7 @@ describe('failure behaviours', () => {
 
   it('redirect: 302 with Location', async () => {
     up.behave({ kind: 'redirect', location: 'http://127.0.0.1:1/elsewhere' });
-    const res = await fetch(`${up.url}/models`, { redirect: 'manual' });
+    const res = await get('/models', { redirect: 'manual' });
     expect(res.status).toBe(302);
     expect(res.headers.get('location')).toBe('http://127.0.0.1:1/elsewhere');
     expect(res.headers.get('x-fake-upstream')).toBe('1');
@@ -401,14 +529,14 @@ describe('failure behaviours', () => {
   it('delay: normal answer after the delay; the timer is cleared on client abort', async () => {
     up.behave({ kind: 'delay', ms: 120 });
     const t0 = Date.now();
-    const res = await fetch(`${up.url}/models`);
+    const res = await get('/models');
     expect(res.status).toBe(200);
     expect(Date.now() - t0).toBeGreaterThanOrEqual(100);
     await res.json();
 
     up.behave({ kind: 'delay', ms: 10_000 });
     const ac = new AbortController();
-    const p = fetch(`${up.url}/models`, { signal: ac.signal });
+    const p = get('/models', { signal: ac.signal });
     await up.waitFor(() => up.activeTimers() === 1);
     ac.abort();
     await expect(p).rejects.toThrow();
@@ -535,7 +663,7 @@ describe('stream behaviours', () => {
   it('stream-endless intervalMs 0: honours backpressure (bytesSent plateaus while the client does not read)', async () => {
     up.behave({ kind: 'stream-endless', intervalMs: 0 });
     let res!: http.IncomingMessage;
-    const req = http.request(`${up.url}/chat/completions`, { method: 'POST', agent: false }, (r) => {
+    const req = http.request(`${up.url}/chat/completions`, { method: 'POST', agent: false, headers: AUTH }, (r) => {
       res = r; // deliberately not reading: the client socket stops reading once its buffer is full
     });
     req.on('error', () => {});
@@ -582,7 +710,7 @@ describe('helpers', () => {
     for (let i = 0; i < 2; i++) {
       errors.push(
         new Promise((resolve) => {
-          const req = http.get(`${other.url}/models`, { agent: false }, (res) => {
+          const req = http.get(`${other.url}/models`, { agent: false, headers: AUTH }, (res) => {
             res.on('data', () => {});
             res.on('error', resolve);
             res.on('aborted', () => resolve('aborted'));
@@ -597,6 +725,6 @@ describe('helpers', () => {
     expect(Date.now() - t0).toBeLessThan(1000);
     expect(other.activeTimers()).toBe(0);
     await Promise.all(errors); // both clients saw their connection die
-    await expect(fetch(`${other.url}/models`)).rejects.toThrow();
+    await expect(fetch(`${other.url}/models`, { headers: AUTH })).rejects.toThrow();
   });
 });

@@ -4,6 +4,16 @@
  * Node built-ins only. Start one with `startFakeUpstream()`, point the gateway's
  * `api_base` at `up.url` (which ends in `/v1`), steer it with `behave()` /
  * `behaveOnce()`, inspect `requests`, and `close()` it in `afterAll`.
+ *
+ * It refuses what api.openai.com refuses (issue 34, point 2), before any
+ * behaviour: a method and path it does not serve is 404 `Invalid URL (<method>
+ * <path>)`, a missing or wrong `Authorization: Bearer` key 401 (unless started
+ * keyless). It serves `POST /v1/chat/completions`, `POST /v1/embeddings`,
+ * `GET /v1/models` and `GET /v1/models/{id}`. A refused request is recorded
+ * (`refused`) and uses up no behaviour; `useGateway` fails a test that leaves a
+ * refusal it did not take (`takeRefusals`), so a wrong key or path sent by the
+ * gateway fails whichever test sent it. test/support/fake-upstream.test.ts
+ * proves the answers with the official `openai` SDK.
  */
 import http from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -16,6 +26,23 @@ export interface RecordedRequest {
   body: string;
   /** The body parsed as JSON, or undefined when it is empty or not JSON. */
   json: unknown;
+  /** The key of its `Authorization: Bearer <key>`, or null when it had none. */
+  key: string | null;
+  /** Why the fake refused it as the real service would: `path` (404, a method and path not served), `key` (401), or null (served). */
+  refused: Refusal | null;
+}
+
+export type Refusal = 'path' | 'key';
+
+/** The key a fake upstream takes unless started with another; gateway.ts's `defaultYaml` gives it to the upstream aliases. */
+export const UPSTREAM_KEY = 'sk-upstream-secret-abcdef';
+
+export interface FakeUpstreamOptions {
+  /**
+   * The API key it takes as `Authorization: Bearer <key>` (default UPSTREAM_KEY). null: keyless, as a
+   * self-hosted server started without a key (vLLM without `--api-key`), which takes a request with any key or none.
+   */
+  key?: string | null;
 }
 
 export type Behaviour =
@@ -88,13 +115,22 @@ export interface FakeUpstream {
   /** http://127.0.0.1:PORT */
   origin: string;
   port: number;
-  /** Every request received, in order of body completion (body fully read). */
+  /** The key it takes (null: keyless). */
+  key: string | null;
+  /** Every request received, in order of body completion (body fully read); the refused ones too. */
   requests: RecordedRequest[];
+  /** The requests it refused (wrong key or path) that no test has taken yet (`takeRefusals`). */
+  refusals(): RecordedRequest[];
+  /**
+   * The refusals not taken yet, which are then taken: a test that provokes a refusal on purpose reads it
+   * here, and `useGateway`'s check after each test (no refusal left untaken) passes.
+   */
+  takeRefusals(): RecordedRequest[];
   /** Behaviour for all following requests until changed. */
   behave(b: Behaviour): void;
   /** Behaviour for the next request only (calls queue up FIFO), then back to the current one. */
   behaveOnce(b: Behaviour): void;
-  /** Clear requests, the behaveOnce queue and the counters; back to {kind:'ok'}. */
+  /** Clear requests (and refusals), the behaveOnce queue and the counters; back to {kind:'ok'}. */
   reset(): void;
   /** Requests whose response has not finished and whose connection is still open. */
   openRequests(): number;
@@ -130,6 +166,57 @@ type Piece = string | Buffer;
 
 function errorBody(message: string, type: string, code: string | null): string {
   return JSON.stringify({ error: { message, type, code } });
+}
+
+/** OpenAI's error shape whole, as api.openai.com writes its refusals: `{"error":{"message","type","param","code"}}`. */
+function openaiError(message: string, code: string | null, param: string | null = null): string {
+  return JSON.stringify({ error: { message, type: 'invalid_request_error', param, code } });
+}
+
+/** What api.openai.com serves of what the gateway calls (OpenAI's API reference), by method and path. */
+type Route = 'chat' | 'embeddings' | 'models' | 'model';
+
+function routeOf(method: string, pathname: string): Route | null {
+  if (method === 'POST' && pathname === '/v1/chat/completions') return 'chat';
+  if (method === 'POST' && pathname === '/v1/embeddings') return 'embeddings';
+  if (method === 'GET' && pathname === '/v1/models') return 'models';
+  if (method === 'GET' && /^\/v1\/models\/[^/]+$/.test(pathname)) return 'model';
+  return null;
+}
+
+/** The models `GET /v1/models` lists and `GET /v1/models/{id}` finds. */
+const MODELS = [{ id: 'fake-model', object: 'model', created: 0, owned_by: 'fake' }];
+
+/** The key of an `Authorization: Bearer <key>` header, or null. */
+function bearerKey(header: string | undefined): string | null {
+  const m = /^Bearer +(\S+) *$/i.exec(header ?? '');
+  return m ? (m[1] as string) : null;
+}
+
+/** A key as OpenAI's 401 shows it: its first 8 and last 4 characters, stars between (all stars when short). */
+function masked(key: string): string {
+  return key.length > 12 ? `${key.slice(0, 8)}${'*'.repeat(key.length - 12)}${key.slice(-4)}` : '*'.repeat(key.length);
+}
+
+/**
+ * api.openai.com's refusal of a request before any model sees it, or null: an unknown method and path is
+ * 404 `Invalid URL (POST /v1/foo)` (a known path with another method too), a missing key or a wrong one 401,
+ * each in OpenAI's error shape (type invalid_request_error, param null; code null, or invalid_api_key for a
+ * wrong key). The path is judged first, as OpenAI's router answers an unknown URL before any key is read.
+ */
+function refusalOf(rec: RecordedRequest, key: string | null): { why: Refusal; status: number; body: string } | null {
+  const pathname = new URL(rec.path, 'http://fake').pathname;
+  if (routeOf(rec.method, pathname) === null) {
+    return { why: 'path', status: 404, body: openaiError(`Invalid URL (${rec.method} ${pathname})`, null) };
+  }
+  if (key === null || rec.key === key) return null;
+  if (rec.key === null) {
+    const message =
+      "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY), or as the password field (with blank username) if you're accessing the API from your browser and are prompted for a username and password. You can obtain an API key from https://platform.openai.com/account/api-keys.";
+    return { why: 'key', status: 401, body: openaiError(message, null) };
+  }
+  const message = `Incorrect API key provided: ${masked(rec.key)}. You can find your API key at https://platform.openai.com/account/api-keys.`;
+  return { why: 'key', status: 401, body: openaiError(message, 'invalid_api_key') };
 }
 
 function isRecord(v: unknown): v is Record<string, unknown> {
@@ -171,11 +258,14 @@ function fakeEmbedding(text: string, dims: number): number[] {
   return out;
 }
 
-export async function startFakeUpstream(): Promise<FakeUpstream> {
+export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Promise<FakeUpstream> {
+  const key = options.key === undefined ? UPSTREAM_KEY : options.key;
   const sockets = new Set<Socket>();
   const live = new Set<Entry>();
   const allTimers = new Set<NodeJS.Timeout>();
   const requests: RecordedRequest[] = [];
+  const taken = new Set<RecordedRequest>();
+  const refusals = (): RecordedRequest[] => requests.filter((r) => r.refused !== null && !taken.has(r));
   const onceQueue: Behaviour[] = [];
   let current: Behaviour = { kind: 'ok' };
   let aborted = 0;
@@ -414,19 +504,26 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     );
   };
 
+  /** The answer of a served request (refusals are answered before any behaviour). */
   const route = (e: Entry, rec: RecordedRequest): void => {
     if (!writable(e)) return;
-    const path = new URL(rec.path, 'http://fake').pathname.replace(/\/+$/, '');
-    if (rec.method === 'POST' && path === '/v1/chat/completions') return chatCompletion(e, rec);
-    if (rec.method === 'POST' && path === '/v1/embeddings') return embeddings(e, rec);
-    if (rec.method === 'GET' && path === '/v1/models') {
-      return sendJson(
-        e,
-        200,
-        JSON.stringify({ object: 'list', data: [{ id: 'fake-model', object: 'model', created: 0, owned_by: 'fake' }] }),
-      );
+    const pathname = new URL(rec.path, 'http://fake').pathname;
+    switch (routeOf(rec.method, pathname)) {
+      case 'chat':
+        return chatCompletion(e, rec);
+      case 'embeddings':
+        return embeddings(e, rec);
+      case 'models':
+        return sendJson(e, 200, JSON.stringify({ object: 'list', data: MODELS }));
+      case 'model': {
+        const id = decodeURIComponent(pathname.slice('/v1/models/'.length));
+        const model = MODELS.find((m) => m.id === id);
+        if (model) return sendJson(e, 200, JSON.stringify(model));
+        return sendJson(e, 404, openaiError(`The model '${id}' does not exist`, 'model_not_found', 'model'));
+      }
+      case null:
+        throw new Error(`fake upstream: ${rec.method} ${rec.path} reached a behaviour unrefused`);
     }
-    sendJson(e, 404, errorBody(`Unknown request URL: ${rec.method} ${rec.path}`, 'invalid_request_error', null));
   };
 
   // ---- behaviours ---------------------------------------------------------
@@ -614,8 +711,15 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
         headers: { ...req.headers },
         body,
         json,
+        key: bearerKey(req.headers.authorization),
+        refused: null,
       };
       requests.push(rec);
+      const refusal = refusalOf(rec, key);
+      if (refusal !== null) {
+        rec.refused = refusal.why;
+        return sendJson(e, refusal.status, refusal.body);
+      }
       const b = onceQueue.length > 0 ? (onceQueue.shift() as Behaviour) : current;
       try {
         dispatch(e, rec, b);
@@ -653,7 +757,14 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     url: `${origin}/v1`,
     origin,
     port,
+    key,
     requests,
+    refusals,
+    takeRefusals() {
+      const now = refusals();
+      for (const r of now) taken.add(r);
+      return now;
+    },
     behave(b) {
       current = b;
     },
@@ -662,6 +773,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     },
     reset() {
       requests.length = 0;
+      taken.clear();
       onceQueue.length = 0;
       current = { kind: 'ok' };
       aborted = 0;

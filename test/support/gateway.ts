@@ -10,15 +10,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import OpenAI from 'openai';
-import { afterAll, beforeAll, beforeEach, expect } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, expect } from 'vitest';
 import { parseConfig, type GatewayConfig } from '../../src/config/load.js';
 import { startGateway, type Gateway } from '../../src/gateway.js';
 import { createLogger } from '../../src/logging.js';
-import { startFakeUpstream, type FakeUpstream } from './fake-upstream.js';
+import { startFakeUpstream, UPSTREAM_KEY, type FakeUpstream, type RecordedRequest } from './fake-upstream.js';
 import { spawnGateway, type GatewayProcess, type SpawnGatewayOptions } from './gateway-process.js';
 
 export const TEST_KEY = 'sk-gateway-test-key-0123456789';
-export const UPSTREAM_KEY = 'sk-upstream-secret-abcdef';
+/** The key the fake upstreams take (fake-upstream.ts), which `defaultYaml` gives its upstream aliases. */
+export { UPSTREAM_KEY };
 
 /** What a test talks to, whichever way the gateway runs. */
 export interface GatewayEndpoint {
@@ -184,6 +185,8 @@ export type GatewayOptionsSource<N extends number = 1> = TestGatewayOptions | ((
 export interface UseGatewayOptions<N extends number = 1> {
   /** How many fake upstreams to start first (default 1); `upstream` is the first. */
   upstreams?: N;
+  /** The key the upstreams take (default UPSTREAM_KEY); null: keyless (a self-hosted server that asks for none). */
+  upstreamKey?: string | null;
   /**
    * The gateway's options (yaml, env, workers). Its `upstream` defaults to the first upstream, so
    * the default config points at it. `false`: no gateway in `beforeAll`; the tests start theirs with `start`.
@@ -207,7 +210,9 @@ export interface GatewayFixture<G extends GatewayEndpoint, N extends number = 1>
 /**
  * Fake upstreams and a gateway in front of them, for the enclosing `describe`
  * (or file): they start before its first test and close after its last, and
- * the upstreams are reset before each test. Everything the fixture returns is
+ * the upstreams are reset before each test. After each test, a request an
+ * upstream refused (a wrong or missing key, a path it does not serve) and the
+ * test did not take (`upstream.takeRefusals()`) fails it. Everything the fixture returns is
  * a stand-in until `beforeAll` has run (a Proxy that forwards to the real
  * object), so a block can destructure it once, at registration.
  *
@@ -225,6 +230,7 @@ export interface GatewayFixture<G extends GatewayEndpoint, N extends number = 1>
  * useGateway({ gateway: (upstream) => ({ yaml: `${defaultYaml(upstream)}\nhealth: { cache_ttl: 0 }\n`, env: { GATEWAY_MAX_BODY_BYTES: '1024' }, workers: 0 }) });
  * // No upstream, mock aliases only:            useGateway({ upstreams: 0, gateway: { yaml } });
  * // Two upstreams:                             const { upstreams: [a, b] } = useGateway({ upstreams: 2, gateway: (a, b) => ({ yaml }) });
+ * // Upstreams that take another key, or none:  useGateway({ upstreamKey: 'sk-other', gateway: … }); useGateway({ upstreamKey: null, gateway: … })
  * // Gateways started by the tests themselves:  const { start } = useGateway({ gateway: false }); … const gw = await start({ yaml });
  * // The built server as a process (npm start): const { gw } = useGateway({ process: { npmStart: true } }); gw.proc.pid
  *
@@ -238,7 +244,7 @@ export function useGateway(options: UseGatewayOptions<number> = {}): GatewayFixt
   const started: { upstreams: FakeUpstream[]; gw?: GatewayEndpoint; more: TestGateway[] } = { upstreams: [], more: [] };
   const first = () => started.upstreams[0];
   beforeAll(async () => {
-    for (let i = 0; i < count; i++) started.upstreams.push(await startFakeUpstream());
+    for (let i = 0; i < count; i++) started.upstreams.push(await startFakeUpstream({ key: options.upstreamKey }));
     const source = options.gateway ?? {};
     if (source === false) return;
     const built = { upstream: first(), ...(typeof source === 'function' ? await source(...started.upstreams) : source) };
@@ -250,6 +256,9 @@ export function useGateway(options: UseGatewayOptions<number> = {}): GatewayFixt
     for (const upstream of started.upstreams.splice(0)) await upstream.close();
   });
   if (options.resetUpstreams !== false) beforeEach(() => started.upstreams.forEach((upstream) => upstream.reset()));
+  // A request the gateway sent with a wrong key or to a path the provider does not serve fails the test that sent it
+  // (issue 34, point 2), whatever the test asserts; a test that provokes a refusal on purpose takes it (takeRefusals).
+  afterEach(() => started.upstreams.forEach((upstream, i) => expectNoRefusals(upstream, `upstreams[${i}]`)));
   return {
     gw: standIn(() => started.gw, 'gw'),
     upstream: standIn(first, 'upstream'),
@@ -265,6 +274,16 @@ export function useGateway(options: UseGatewayOptions<number> = {}): GatewayFixt
 /** @deprecated `useGateway({ gateway: options })`, which this is; kept for test files written against it on branches not merged yet. */
 export function useGatewayWithUpstream(options: (upstream: FakeUpstream) => TestGatewayOptions | Promise<TestGatewayOptions> = () => ({})): GatewayFixture<TestGateway> {
   return useGateway({ gateway: options });
+}
+
+/** `METHOD path (refused: why, key: …)`, one line per request, for an assertion's diff. */
+export function describeRequests(requests: readonly RecordedRequest[]): string[] {
+  return requests.map((r) => `${r.method} ${r.path} (${r.refused === null ? 'served' : `refused: ${r.refused}`}, key: ${r.key ?? 'none'})`);
+}
+
+/** Fails when `upstream` refused a request (a wrong or missing key, a path it does not serve) that no test took. */
+export function expectNoRefusals(upstream: FakeUpstream, name = 'upstream'): void {
+  expect(describeRequests(upstream.refusals()), `${name} refused these requests, as the real service would`).toEqual([]);
 }
 
 function standIn<T extends object>(current: () => T | undefined, name: string): T {

@@ -5,15 +5,16 @@
  * `responses.create` and `responses.stream` read, and its chat completions
  * what `chat.completions` reads, for text, tool calls and JSON output.
  */
-import OpenAI from 'openai';
+import OpenAI, { AuthenticationError, NotFoundError } from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { UPSTREAM_KEY } from './fake-upstream.js';
 import { startResponsesUpstream, type ResponsesUpstream } from './responses-upstream.js';
 
 let up: ResponsesUpstream;
 let client: OpenAI;
 beforeAll(async () => {
   up = await startResponsesUpstream();
-  client = new OpenAI({ apiKey: 'sk-fake', baseURL: up.url, maxRetries: 0, timeout: 5000 });
+  client = new OpenAI({ apiKey: UPSTREAM_KEY, baseURL: up.url, maxRetries: 0, timeout: 5000 });
 });
 afterAll(() => up.close());
 beforeEach(() => up.reset());
@@ -67,6 +68,22 @@ describe('the fake /v1/responses, read by the openai SDK', () => {
     await expect(client.responses.create({ model: 'gpt-fake', input: 'x' })).rejects.toMatchObject({ status: 400, message: expect.stringContaining('bad input') });
     up.failNext({ kind: 'error-event', after: 4 });
     await expect(client.responses.stream({ model: 'gpt-fake', input: 'x y z' }).finalResponse()).rejects.toMatchObject({ message: expect.stringContaining('server had an error') });
+  });
+});
+
+describe('what it refuses, as api.openai.com does', () => {
+  it('a wrong key is AuthenticationError (401 invalid_api_key); another method or path NotFoundError (404 Invalid URL)', async () => {
+    const wrong = new OpenAI({ apiKey: 'sk-wrong', baseURL: up.url, maxRetries: 0 });
+    await expect(wrong.responses.create({ model: 'gpt-fake', input: 'x' })).rejects.toBeInstanceOf(AuthenticationError);
+    await expect(wrong.responses.create({ model: 'gpt-fake', input: 'x' })).rejects.toMatchObject({ status: 401, code: 'invalid_api_key' });
+    await expect(client.post('/response', { body: { model: 'gpt-fake', input: 'x' } })).rejects.toBeInstanceOf(NotFoundError);
+    await expect(client.get('/responses')).rejects.toMatchObject({ status: 404, message: '404 Invalid URL (GET /v1/responses)' });
+    expect(up.requests.map((r) => [r.method, r.path, r.key])).toEqual([
+      ['POST', '/v1/responses', 'sk-wrong'],
+      ['POST', '/v1/responses', 'sk-wrong'],
+      ['POST', '/v1/response', UPSTREAM_KEY],
+      ['GET', '/v1/responses', UPSTREAM_KEY],
+    ]);
   });
 });
 

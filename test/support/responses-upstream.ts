@@ -13,7 +13,9 @@
  * - otherwise: `echo: <the user's last text>`.
  *
  * The Responses wire is written here from OpenAI's documentation, not from
- * the gateway's translators, so one cannot hide a fault of the other.
+ * the gateway's translators, so one cannot hide a fault of the other. As
+ * api.openai.com does, it answers any other method and path 404 `Invalid
+ * URL`, and a request without UPSTREAM_KEY 401 `invalid_api_key`.
  * Node built-ins only; loopback only.
  */
 import http from 'node:http';
@@ -23,7 +25,10 @@ import { listenOnLoopback } from './listen.js';
 type Json = Record<string, unknown>;
 
 export interface ResponsesUpstreamRequest {
+  readonly method: string;
   readonly path: string;
+  /** The key of its `Authorization: Bearer <key>`, or null. */
+  readonly key: string | null;
   readonly headers: http.IncomingHttpHeaders;
   readonly json: Json;
 }
@@ -258,17 +263,26 @@ export async function startResponsesUpstream(): Promise<ResponsesUpstream> {
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const path = (req.url ?? '').split('?')[0] ?? '';
-      let json: Json;
+      let json: Json | null = null;
       try {
         json = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Json;
       } catch {
-        res.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: 'We could not parse the JSON body of your request.', type: 'invalid_request_error', param: null, code: null } }));
-        return;
+        // answered 400 below, once the path and key are judged
       }
-      requests.push({ path, headers: req.headers, json });
+      const key = /^Bearer +(\S+) *$/i.exec(req.headers.authorization ?? '')?.[1] ?? null;
+      requests.push({ method: req.method ?? 'GET', path, key, headers: req.headers, json: json ?? {} });
       const format = path === '/v1/chat/completions' ? 'chat' : path === '/v1/responses' ? 'responses' : null;
       if (req.method !== 'POST' || format === null) {
         res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: `Invalid URL (${req.method} ${path})`, type: 'invalid_request_error', param: null, code: null } }));
+        return;
+      }
+      if (key !== UPSTREAM_KEY) {
+        const message = key === null ? "You didn't provide an API key." : 'Incorrect API key provided. You can find your API key at https://platform.openai.com/account/api-keys.';
+        res.writeHead(401, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message, type: 'invalid_request_error', param: null, code: key === null ? null : 'invalid_api_key' } }));
+        return;
+      }
+      if (json === null) {
+        res.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: 'We could not parse the JSON body of your request.', type: 'invalid_request_error', param: null, code: null } }));
         return;
       }
       const now = fault;

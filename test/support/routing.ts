@@ -3,8 +3,9 @@
  * scripted deployments, a chat request that returns what the tests read
  * (status, headers, body), and the deployments' state from /status.
  */
+import { expect } from 'vitest';
 import { startTestGateway, type TestGateway } from './gateway.js';
-import { startScriptedUpstream, type ScriptedUpstream } from './scripted-upstream.js';
+import { startScriptedUpstream, type Received, type ScriptedUpstream } from './scripted-upstream.js';
 
 export interface Routed {
   readonly up: ScriptedUpstream;
@@ -26,14 +27,32 @@ export async function startRouted(names: readonly string[], yaml: (up: ScriptedU
   };
 }
 
-/** Runs `body` against a started gateway and its deployments, and closes both whatever happens. */
+/**
+ * Runs `body` against a started gateway and its deployments, and closes both whatever happens. A body that
+ * passes still fails when a deployment refused a request it did not take (expectNoRefusals).
+ */
 export async function withRouted(starting: Promise<Routed>, body: (r: Routed) => Promise<void>): Promise<void> {
   const r = await starting;
   try {
     await body(r);
+    expectNoRefusals(r.up);
   } finally {
     await r.close();
   }
+}
+
+/** `deployment: METHOD path (refused: why, key: …)`, one line per request, for an assertion's diff. */
+export function describeReceived(name: string, requests: readonly Received[]): string[] {
+  return requests.map((r) => `${name}: ${r.method} ${r.path} (${r.refused === null ? 'served' : `refused: ${r.refused}`}, key: ${r.key ?? 'none'})`);
+}
+
+/**
+ * Fails when a deployment refused a request no test took: the gateway sent it another deployment's key (a
+ * retry or fallback that kept the previous attempt's), no key, or a method and path the provider does not serve.
+ */
+export function expectNoRefusals(up: ScriptedUpstream): void {
+  const refused = up.deployments.flatMap((d) => describeReceived(d.name, d.refusals()));
+  expect(refused, 'the scripted deployments refused these requests, as the real service would').toEqual([]);
 }
 
 export interface Answer {

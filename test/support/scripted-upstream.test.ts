@@ -1,6 +1,11 @@
-/** The scripted deployments the routing tests stand on: each step does what it says, and the record is true. */
+/**
+ * The scripted deployments the routing tests stand on: each step does what it says, the record is true, and
+ * each deployment refuses what api.openai.com refuses (another deployment's key, a path it does not serve),
+ * as the official openai SDK reads it.
+ */
+import OpenAI, { AuthenticationError, InternalServerError, NotFoundError } from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startScriptedUpstream, type ScriptedUpstream } from './scripted-upstream.js';
+import { deploymentYaml, keyOf, startScriptedUpstream, type ScriptedUpstream } from './scripted-upstream.js';
 
 describe('scripted upstream', () => {
   let up: ScriptedUpstream;
@@ -11,7 +16,7 @@ describe('scripted upstream', () => {
   beforeEach(() => up.reset());
 
   const post = (name: string, body: object, signal?: AbortSignal) =>
-    fetch(`${up.at(name).url}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal });
+    fetch(`${up.at(name).url}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${up.at(name).key}` }, body: JSON.stringify(body), signal });
 
   it('follows its script one step a request, then its default; each deployment on its own', async () => {
     up.at('east').script({ kind: 'status', status: 503, retryAfter: '7' }, { kind: 'status', status: 429 });
@@ -81,5 +86,68 @@ describe('scripted upstream', () => {
     expect((await post('east', { model: 'm' })).status).toBe(200);
     expect(performance.now() - t0).toBeGreaterThanOrEqual(190);
     await expect(post('east', { model: 'm' })).rejects.toThrow();
+  });
+
+  describe('refuses what the real service refuses, read by the openai SDK', () => {
+    const sdk = (name: string, apiKey: string) => new OpenAI({ apiKey, baseURL: up.at(name).url, maxRetries: 0 });
+    const hi = { model: 'm', messages: [{ role: 'user' as const, content: 'hi' }] };
+
+    it('each deployment has its own key, which deploymentYaml configures', () => {
+      expect(up.deployments.map((d) => d.key)).toEqual([keyOf('east'), keyOf('west')]);
+      expect(keyOf('east')).not.toBe(keyOf('west'));
+      expect(deploymentYaml('chat', up.at('west'))).toContain(`api_key: ${keyOf('west')}`);
+    });
+
+    it('its own key: the SDK reads its answers (chat, a stream, embeddings, the model list); method, path and key recorded', async () => {
+      const east = sdk('east', keyOf('east'));
+      expect((await east.chat.completions.create(hi)).choices[0]?.message.content).toBe('from east');
+      let text = '';
+      for await (const chunk of await east.chat.completions.create({ ...hi, stream: true })) text += chunk.choices[0]?.delta.content ?? '';
+      expect(text).toBe('from east');
+      expect((await east.embeddings.create({ model: 'm', input: 'x', encoding_format: 'float' })).data[0]?.embedding).toEqual([0.1, 0.2]);
+      expect((await east.models.list()).data.map((m) => m.id)).toEqual(['model-east']);
+      expect(up.at('east').received.map((r) => [r.method, r.path, r.key, r.refused, r.step])).toEqual([
+        ['POST', '/v1/chat/completions', keyOf('east'), null, 'ok'],
+        ['POST', '/v1/chat/completions', keyOf('east'), null, 'ok'],
+        ['POST', '/v1/embeddings', keyOf('east'), null, 'ok'],
+        ['GET', '/v1/models', keyOf('east'), null, 'models'],
+      ]);
+    });
+
+    it("another deployment's key, or none: AuthenticationError (401 invalid_api_key), recorded as refused, no step used up", async () => {
+      up.at('west').script({ kind: 'status', status: 500 });
+      const err = await sdk('west', keyOf('east')).chat.completions.create(hi).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(AuthenticationError);
+      expect(err).toMatchObject({ status: 401, code: 'invalid_api_key', type: 'invalid_request_error' });
+      const none = new OpenAI({ apiKey: 'unused', baseURL: up.at('west').url, maxRetries: 0, defaultHeaders: { authorization: null } });
+      const missing = await none.chat.completions.create(hi).catch((e: unknown) => e);
+      expect(missing).toBeInstanceOf(AuthenticationError);
+      expect(missing).toMatchObject({ status: 401, code: null });
+      expect(up.at('west').refusals().map((r) => [r.key, r.refused, r.step])).toEqual([
+        [keyOf('east'), 'key', 'refused'],
+        [null, 'key', 'refused'],
+      ]);
+      // The scripted 500 is still the next served request's.
+      await expect(sdk('west', keyOf('west')).chat.completions.create(hi)).rejects.toBeInstanceOf(InternalServerError);
+      expect(up.refusals()).toHaveLength(2);
+      expect(up.at('west').takeRefusals()).toHaveLength(2);
+      expect(up.refusals()).toEqual([]);
+    });
+
+    it('a path it does not serve, or another method: NotFoundError, 404 Invalid URL, before the key is read', async () => {
+      const east = sdk('east', keyOf('east'));
+      for (const [call, url] of [
+        [() => east.post('/chat/completion', { body: hi }), 'POST /v1/chat/completion'],
+        [() => east.post('/responses', { body: { model: 'm', input: 'x' } }), 'POST /v1/responses'],
+        [() => east.get('/chat/completions'), 'GET /v1/chat/completions'],
+        [() => sdk('east', 'sk-wrong').post('/embedding', { body: { input: 'x' } }), 'POST /v1/embedding'],
+      ] as const) {
+        const err = await call().catch((e: unknown) => e);
+        expect(err, url).toBeInstanceOf(NotFoundError);
+        expect(err, url).toMatchObject({ status: 404, code: null, message: `404 Invalid URL (${url})` });
+      }
+      expect(up.at('east').received.map((r) => r.refused)).toEqual(['path', 'path', 'path', 'path']);
+      expect(up.at('east').takeRefusals()).toHaveLength(4);
+    });
   });
 });

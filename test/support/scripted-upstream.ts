@@ -2,8 +2,18 @@
  * Programmable fake OpenAI-compatible deployments for the routing tests: one
  * real HTTP server per deployment (so one can be closed, refused or slow on
  * its own), each following a script of steps, one per request, then its
- * default step. Every request is recorded: its body, whether it asked for a
- * stream, and whether the gateway aborted it before the answer was done.
+ * default step. Every request is recorded: its method, path and key, its
+ * body, whether it asked for a stream, and whether the gateway aborted it
+ * before the answer was done.
+ *
+ * Each deployment takes its own key, `keyOf(name)` (`sk-key-of-<name>`, which
+ * `deploymentYaml` configures), and refuses what api.openai.com refuses
+ * before any step runs (issue 34, point 2): a method and path it does not
+ * serve (`POST /v1/chat/completions`, `POST /v1/embeddings`, `GET
+ * /v1/models`) is 404 `Invalid URL`, a missing or wrong key 401
+ * `invalid_api_key`. So a retry or fallback that sends another deployment's
+ * key, or a path typo, is refused where a test sees it: the record says
+ * `refused`, and `withRouted` fails a test that leaves a refusal untaken.
  *
  * Node built-ins only. `startScriptedUpstream(['east', 'west'])`, point each
  * deployment's `api_base` at `up.at('east').url`, then
@@ -34,11 +44,21 @@ export type Step =
   /** Never answers (until the gateway gives up). */
   | { readonly kind: 'hang' };
 
+/** What a deployment did with a request: a step of its script, the model list, or a refusal (no step used). */
+export type Handled = Step['kind'] | 'models' | 'refused';
+
 export interface Received {
+  readonly method: string;
+  /** The path with its query, as sent. */
+  readonly path: string;
+  /** The key of its `Authorization: Bearer <key>`, or null when it had none. */
+  readonly key: string | null;
+  /** Why it was refused as the real service would: `path` (404), `key` (401), or null (served). */
+  readonly refused: 'path' | 'key' | null;
   readonly body: Record<string, unknown>;
   readonly headers: IncomingMessage['headers'];
   readonly stream: boolean;
-  readonly step: Step['kind'];
+  readonly step: Handled;
   /** When it arrived: performance.now() of this process, and Date.now() (for a Retry-After given as a date). */
   readonly at: number;
   readonly wall: number;
@@ -52,11 +72,18 @@ export interface ScriptedDeployment {
   readonly name: string;
   /** http://127.0.0.1:PORT/v1, for `api_base`. */
   readonly url: string;
+  /** The key it takes: `keyOf(name)`. */
+  readonly key: string;
   /** Queues steps for the next requests, one each, in order. */
   script(...steps: Step[]): void;
   /** The step for every request once the script is used up (`ok` at first). */
   always(step: Step): void;
+  /** Every request, the refused ones too. */
   readonly received: Received[];
+  /** The requests it refused that no test has taken yet. */
+  refusals(): Received[];
+  /** The refusals not taken yet, which are then taken (a test that provokes one on purpose reads it here). */
+  takeRefusals(): Received[];
   /** Requests whose answer is not done and whose connection is open. */
   inFlight(): number;
   /** The most requests it ever had in flight at once. */
@@ -64,7 +91,7 @@ export interface ScriptedDeployment {
   aborted(): number;
   /** Resets every connection it has open now: an answer under way breaks off (counted done, not aborted). */
   dropConnections(): void;
-  /** Forgets the script, the default and the record. */
+  /** Forgets the script, the default and the record (refusals too). */
   reset(): void;
 }
 
@@ -73,6 +100,8 @@ export interface ScriptedUpstream {
   readonly deployments: readonly ScriptedDeployment[];
   /** Requests received by all deployments. */
   total(): number;
+  /** The refusals no test has taken yet, of every deployment. */
+  refusals(): Received[];
   reset(): void;
   /** Polls `pred` every 5 ms; rejects after `timeoutMs`. */
   waitFor(pred: () => boolean, timeoutMs?: number): Promise<void>;
@@ -80,6 +109,33 @@ export interface ScriptedUpstream {
 }
 
 const CREATED = 1_700_000_000;
+
+/** The key of the scripted deployment `name`: each has its own. */
+export function keyOf(name: string): string {
+  return `sk-key-of-${name}`;
+}
+
+/** What the deployment serves, by method and path: what the gateway's openai adapter and probe call. */
+function served(method: string, pathname: string): 'chat' | 'embeddings' | 'models' | null {
+  if (method === 'POST' && pathname === '/v1/chat/completions') return 'chat';
+  if (method === 'POST' && pathname === '/v1/embeddings') return 'embeddings';
+  if (method === 'GET' && pathname === '/v1/models') return 'models';
+  return null;
+}
+
+/** The key of an `Authorization: Bearer <key>` header, or null. */
+function bearerKey(header: string | undefined): string | null {
+  const m = /^Bearer +(\S+) *$/i.exec(header ?? '');
+  return m ? (m[1] as string) : null;
+}
+
+/** api.openai.com's refusals, in its error shape: 404 for a method and path it does not serve, then 401 for the key. */
+function refusalOf(method: string, pathname: string, got: string | null, key: string): { why: 'path' | 'key'; status: number; error: Record<string, unknown> } | null {
+  if (served(method, pathname) === null) return { why: 'path', status: 404, error: { message: `Invalid URL (${method} ${pathname})`, type: 'invalid_request_error', param: null, code: null } };
+  if (got === key) return null;
+  const message = got === null ? "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY)." : `Incorrect API key provided: ${got.slice(0, 8)}****. You can find your API key at https://platform.openai.com/account/api-keys.`;
+  return { why: 'key', status: 401, error: { message, type: 'invalid_request_error', param: null, code: got === null ? null : 'invalid_api_key' } };
+}
 
 export async function startScriptedUpstream(names: readonly string[]): Promise<ScriptedUpstream> {
   const deployments = await Promise.all(names.map((name) => startDeployment(name)));
@@ -92,6 +148,7 @@ export async function startScriptedUpstream(names: readonly string[]): Promise<S
       return found;
     },
     total: () => deployments.reduce((n, d) => n + d.received.length, 0),
+    refusals: () => deployments.flatMap((d) => d.refusals()),
     reset: () => deployments.forEach((d) => d.reset()),
     waitFor: (pred, timeoutMs = 2000) => waitFor(pred, timeoutMs),
     close: async () => {
@@ -109,9 +166,12 @@ async function waitFor(pred: () => boolean, timeoutMs: number): Promise<void> {
 }
 
 async function startDeployment(name: string): Promise<ScriptedDeployment & { close(): Promise<void> }> {
+  const key = keyOf(name);
   const queue: Step[] = [];
   let fallback: Step = { kind: 'ok' };
   const received: Received[] = [];
+  const taken = new Set<Received>();
+  const refusals = () => received.filter((r) => r.refused !== null && !taken.has(r));
   const timers = fakeTimers();
   const later = timers.later;
   let open = 0;
@@ -121,8 +181,15 @@ async function startDeployment(name: string): Promise<ScriptedDeployment & { clo
 
   const server = http.createServer((req, res) => {
     onJsonBody(req, (body) => {
-      const step = queue.shift() ?? fallback;
-      const record: Received = { body, headers: req.headers, stream: body.stream === true, step: step.kind, at: performance.now(), wall: Date.now(), aborted: false, done: false };
+      const method = req.method ?? 'GET';
+      const path = req.url ?? '/';
+      const pathname = new URL(path, 'http://fake').pathname;
+      const got = bearerKey(req.headers.authorization);
+      const refusal = refusalOf(method, pathname, got, key);
+      // A refusal, or the model list, uses no step of the script: the real service answers both before any model runs.
+      const step = refusal === null && served(method, pathname) !== 'models' ? (queue.shift() ?? fallback) : null;
+      const handled: Handled = refusal !== null ? 'refused' : step === null ? 'models' : step.kind;
+      const record: Received = { method, path, key: got, refused: refusal?.why ?? null, body, headers: req.headers, stream: body.stream === true, step: handled, at: performance.now(), wall: Date.now(), aborted: false, done: false };
       received.push(record);
       open++;
       peak = Math.max(peak, open);
@@ -140,7 +207,9 @@ async function startDeployment(name: string): Promise<ScriptedDeployment & { clo
         underway.delete(brokeOff);
         settle(res.writableFinished ? 'done' : 'aborted');
       });
-      answer(step, record, req, res, later, brokeOff);
+      if (refusal !== null) return sendJson(res, JSON.stringify({ error: refusal.error }), refusal.status);
+      if (step === null) return sendJson(res, JSON.stringify({ object: 'list', data: [{ id: `model-${name}`, object: 'model', created: CREATED, owned_by: 'fake' }] }));
+      answer(step, record, pathname, res, later, brokeOff);
     });
   });
   const { port, sockets } = await listenOnLoopback(server);
@@ -148,7 +217,14 @@ async function startDeployment(name: string): Promise<ScriptedDeployment & { clo
   return {
     name,
     url: `http://127.0.0.1:${port}/v1`,
+    key,
     received,
+    refusals,
+    takeRefusals() {
+      const now = refusals();
+      for (const r of now) taken.add(r);
+      return now;
+    },
     script: (...steps) => void queue.push(...steps),
     always: (step) => void (fallback = step),
     inFlight: () => open,
@@ -162,6 +238,7 @@ async function startDeployment(name: string): Promise<ScriptedDeployment & { clo
       queue.length = 0;
       fallback = { kind: 'ok' };
       received.length = 0;
+      taken.clear();
       peak = open;
     },
     close: () =>
@@ -173,9 +250,9 @@ async function startDeployment(name: string): Promise<ScriptedDeployment & { clo
   };
 
   /** The answer of one step; `brokeOff` marks an answer the deployment ended on purpose as done, not aborted. */
-  function answer(step: Step, record: Received, req: IncomingMessage, res: ServerResponse, after: (ms: number, fn: () => void) => void, brokeOff: () => void): void {
+  function answer(step: Step, record: Received, pathname: string, res: ServerResponse, after: (ms: number, fn: () => void) => void, brokeOff: () => void): void {
     const model = typeof record.body.model === 'string' ? record.body.model : 'unknown';
-    const isEmbeddings = (req.url ?? '').endsWith('/embeddings');
+    const isEmbeddings = served(record.method, pathname) === 'embeddings';
     const alive = () => !res.destroyed && !res.writableEnded;
     const reset = () => {
       brokeOff();
@@ -230,8 +307,8 @@ async function startDeployment(name: string): Promise<ScriptedDeployment & { clo
   }
 }
 
-function sendJson(res: ServerResponse, body: string): void {
-  res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) });
+function sendJson(res: ServerResponse, body: string, status = 200): void {
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) });
   res.end(body);
 }
 
@@ -263,12 +340,12 @@ function streamEvents(model: string, name: string): string[] {
 }
 
 /**
- * A `model_list` entry of `alias` served by `d`, with `d.name` as its deployment id; `extra` is more params
+ * A `model_list` entry of `alias` served by `d`, with `d.name` as its deployment id and `d.key` as its key; `extra` is more params
  * (`, weight: 3, order: 2`).
  */
 export function deploymentYaml(alias: string, d: ScriptedDeployment, extra = ''): string {
   return `
   - model_name: ${alias}
-    params: { model: openai/model-${d.name}, api_base: ${d.url}, api_key: sk-key-of-${d.name}${extra} }
+    params: { model: openai/model-${d.name}, api_base: ${d.url}, api_key: ${d.key}${extra} }
     model_info: { id: ${d.name} }`;
 }
