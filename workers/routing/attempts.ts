@@ -118,6 +118,8 @@ class RoutedCall implements GateOwner {
   #reservation: Reservation = REFUSED;
   #started = 0;
   #call: ProviderCall | null = null;
+  /** The last attempt ended on the request's own deadline (its total timer was what was left of the request's time). */
+  #timedOutAttempt = false;
   /** RoutingFacts.waitedMs: the upstreams' share of the time before the answer. */
   #waitedMs = 0;
   /** RoutingFacts.backoff: the waits before attempts so far (null: none), and the one before the attempt about to start. */
@@ -235,7 +237,7 @@ class RoutedCall implements GateOwner {
       }
       // Weighed while still reserved: a failed trial cools its deployment before the trial is given back.
       // An attempt cut short by the request's own time is no fault of its deployment.
-      if (performance.now() < this.#deadline) this.#weigh(deployment, reservation, failure);
+      if (!this.#outOfTime(call, failure)) this.#weigh(deployment, reservation, failure);
       return failure;
     } finally {
       gate.close();
@@ -245,6 +247,16 @@ class RoutedCall implements GateOwner {
       this.#env.states.release(deployment.slot, reservation);
       this.#call = null;
     }
+  }
+
+  /**
+   * Whether the attempt failed because the request's time ran out: past the deadline, or its total
+   * timer fired when that timer was the request's remaining time (a timer may fire a millisecond or
+   * two before performance.now() reaches the deadline: libuv times it from the loop's cached clock).
+   */
+  #outOfTime(call: ProviderCall, failure: AttemptFailure): boolean {
+    this.#timedOutAttempt = performance.now() >= this.#deadline || (failure.code === 'upstream_timeout' && call.budgetMs < call.upstream.timeouts.totalMs);
+    return this.#timedOutAttempt;
   }
 
   /** The operation and body for `deployment`; what `prepare` threw (a parameter its API cannot carry) is the attempt's failure, thrown in its try. */
@@ -264,7 +276,7 @@ class RoutedCall implements GateOwner {
   /** After a failure before any byte went out: true when the request is answered, false to try again. */
   #decide(deployment: Deployment, failure: AttemptFailure): boolean {
     this.#lastFailure = failure;
-    if (performance.now() >= this.#deadline) {
+    if (this.#timedOutAttempt || performance.now() >= this.#deadline) {
       this.#timedOut();
       return true;
     }
