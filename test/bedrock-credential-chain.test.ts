@@ -86,6 +86,13 @@ health: { cache_ttl: 0 }
   return startTestGatewayProcess({ yaml, workers, env: { ...isolated(), ...env } });
 }
 
+/** The Bedrock fake reset to take calls signed with `trusted` (besides its fixed identities), and a gateway started with `env`. */
+function chainGateway(trusted: readonly TemporaryCredentials[], env: Record<string, string>, workers?: number): Promise<TestGatewayProcess> {
+  bedrock.reset();
+  for (const set of trusted) bedrock.trust(set);
+  return startGateway(env, workers);
+}
+
 const chat = (gw: TestGatewayProcess, content: string, stream = false) => gw.fetch('/v1/chat/completions', { method: 'POST', body: JSON.stringify({ model: 'claude', messages: [{ role: 'user', content }], stream }) });
 
 /** The key id a request to the Bedrock fake was signed with, and the session token it carried. */
@@ -138,9 +145,7 @@ describe('web identity (EKS IRSA): AWS_WEB_IDENTITY_TOKEN_FILE, AWS_ROLE_ARN, ST
   let gw: TestGatewayProcess;
   beforeAll(async () => {
     sts.reset(set);
-    bedrock.reset();
-    bedrock.trust(set);
-    gw = await startGateway(webIdentity(tokenFile('irsa-token', WEB_TOKEN)), 2);
+    gw = await chainGateway([set], webIdentity(tokenFile('irsa-token', WEB_TOKEN)), 2);
   });
   afterAll(() => gw.close());
 
@@ -178,9 +183,7 @@ describe('container credentials (EKS Pod Identity, ECS): AWS_CONTAINER_CREDENTIA
   let gw: TestGatewayProcess;
   beforeAll(async () => {
     container.reset(set);
-    bedrock.reset();
-    bedrock.trust(set);
-    gw = await startGateway({ AWS_CONTAINER_CREDENTIALS_FULL_URI: container.url, AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE: tokenFile('pod-token', POD_TOKEN) });
+    gw = await chainGateway([set], { AWS_CONTAINER_CREDENTIALS_FULL_URI: container.url, AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE: tokenFile('pod-token', POD_TOKEN) });
   });
   afterAll(() => gw.close());
 
@@ -200,9 +203,7 @@ describe('inline (GATEWAY_WORKERS=0): the session on the front thread runs the s
   let gw: TestGatewayProcess;
   beforeAll(async () => {
     sts.reset(set);
-    bedrock.reset();
-    bedrock.trust(set);
-    gw = await startGateway(webIdentity(tokenFile('inline-token', WEB_TOKEN)), 0);
+    gw = await chainGateway([set], webIdentity(tokenFile('inline-token', WEB_TOKEN)), 0);
   });
   afterAll(() => gw.close());
 
@@ -223,10 +224,7 @@ describe('expiry and refresh', () => {
   let gw: TestGatewayProcess;
   beforeAll(async () => {
     sts.reset(soon, later);
-    bedrock.reset();
-    bedrock.trust(soon);
-    bedrock.trust(later);
-    gw = await startGateway(webIdentity(tokenFile('refresh-token', WEB_TOKEN)));
+    gw = await chainGateway([soon, later], webIdentity(tokenFile('refresh-token', WEB_TOKEN)));
   });
   afterAll(() => gw.close());
 
@@ -256,8 +254,7 @@ describe('expiry and refresh', () => {
 describe('a chain with no source at all', () => {
   let gw: TestGatewayProcess;
   beforeAll(async () => {
-    bedrock.reset();
-    gw = await startGateway({});
+    gw = await chainGateway([], {});
   });
   afterAll(() => gw.close());
 
@@ -287,10 +284,8 @@ describe('a chain that STS refuses, then takes once the token file is rotated', 
   let file: string;
   beforeAll(async () => {
     sts.reset(set);
-    bedrock.reset();
-    bedrock.trust(set);
     file = tokenFile('rotated-token', STALE_TOKEN);
-    gw = await startGateway(webIdentity(file));
+    gw = await chainGateway([set], webIdentity(file));
   });
   afterAll(() => gw.close());
 

@@ -9,40 +9,13 @@
 import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import { goldenFiles as providerGoldenFiles, type Golden } from '../../providers/golden.js';
-import type { IdSource } from './ids.js';
 
 const DIR = join(import.meta.dirname, 'golden');
 
 /** Every golden file of this folder whose name starts with `prefix`. */
 export const goldenFiles = <T>(prefix: string): Array<Golden<T>> => providerGoldenFiles<T>(DIR, prefix);
 
-/** Ids that count from 1 across prefixes (`msg_1`, `toolu_2`, …), so golden files can name them. */
-export function countingIds(): IdSource {
-  let n = 0;
-  return (prefix) => `${prefix}_${++n}`;
-}
-
-export interface SseEvent {
-  readonly event: string | null;
-  readonly data: Record<string, unknown>;
-}
-
-/** SSE text → its events, each as its name and parsed data (the data's keys in wire order). */
-export function parseSse(text: string): SseEvent[] {
-  return text
-    .split('\n\n')
-    .filter((block) => block.length > 0)
-    .map((block) => {
-      let event: string | null = null;
-      const data: string[] = [];
-      for (const line of block.split('\n')) {
-        if (line.startsWith('event: ')) event = line.slice(7);
-        else if (line.startsWith('data: ')) data.push(line.slice(6));
-        else throw new Error(`not an SSE line: ${line}`);
-      }
-      return { event, data: JSON.parse(data.join('\n')) as Record<string, unknown> };
-    });
-}
+export { countingIds, parseSse, type SseEvent } from '../golden-support.js';
 
 /** The official SDK, its every request answered by `answer` (no network): its parsers and error classes judge what the gateway writes. */
 export function sdkAnswering(answer: () => Response): Anthropic {

@@ -1,7 +1,6 @@
 /** Reads the golden files of this folder's tests (golden/*.json): recorded-style inputs and OpenAI's wire format out. */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { IdSource, Json } from './response.js';
 
 const DIR = join(import.meta.dirname, 'golden');
 
@@ -12,25 +11,4 @@ export function goldenFiles<T>(prefix: string): Array<[string, T]> {
     .map((name) => [name, JSON.parse(readFileSync(join(DIR, name), 'utf8')) as T]);
 }
 
-/** Ids that count from 1 across prefixes (`resp_1`, `msg_2`, …), so golden files can name them. */
-export function countingIds(): IdSource {
-  let n = 0;
-  return (prefix) => `${prefix}_${++n}`;
-}
-
-/** SSE text → its events, each as its name and parsed data (the data's keys in wire order). */
-export function parseSse(text: string): Array<{ event: string | null; data: Json }> {
-  return text
-    .split('\n\n')
-    .filter((block) => block.length > 0)
-    .map((block) => {
-      let event: string | null = null;
-      const data: string[] = [];
-      for (const line of block.split('\n')) {
-        if (line.startsWith('event: ')) event = line.slice(7);
-        else if (line.startsWith('data: ')) data.push(line.slice(6));
-        else throw new Error(`not an SSE line: ${line}`);
-      }
-      return { event, data: JSON.parse(data.join('\n')) as Json };
-    });
-}
+export { countingIds, parseSse } from '../golden-support.js';
