@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import { CHAIN_WITH_NO_SOURCE, startFakeSts, temporaryCredentials, type FakeSts } from './support/aws-credential-fakes.js';
+import { CHAIN_WITH_NO_SOURCE, startFakeSts, stubIsolatedAwsEnv, temporaryCredentials, type FakeSts } from './support/aws-credential-fakes.js';
 import { importDefaultProvider, onChainOutcome, RegionChain, type ChainOutcome } from '../workers/providers/bedrock/chain.js';
 
 const ROLE_ARN = 'arn:aws:iam::123456789012:role/switchyard-bedrock';
@@ -33,11 +33,7 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 beforeEach(() => {
-  for (const name of Object.keys(process.env)) if (name.startsWith('AWS_')) vi.stubEnv(name, undefined);
-  vi.stubEnv('HOME', dir);
-  vi.stubEnv('AWS_CONFIG_FILE', join(dir, 'no-config'));
-  vi.stubEnv('AWS_SHARED_CREDENTIALS_FILE', join(dir, 'no-credentials'));
-  vi.stubEnv('AWS_EC2_METADATA_DISABLED', 'true');
+  stubIsolatedAwsEnv(dir);
   outcomes.length = 0;
 });
 afterEach(() => vi.unstubAllEnvs());

@@ -27,7 +27,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CHAIN_WITH_NO_SOURCE, startFakeContainerCredentials, startFakeSts, temporaryCredentials, type FakeContainerCredentials, type FakeSts, type TemporaryCredentials } from './support/aws-credential-fakes.js';
+import { CHAIN_WITH_NO_SOURCE, isolatedAwsEnv, startFakeContainerCredentials, startFakeSts, temporaryCredentials, type FakeContainerCredentials, type FakeSts, type TemporaryCredentials } from './support/aws-credential-fakes.js';
 import { startBedrockUpstream, type BedrockUpstream } from './support/bedrock-upstream.js';
 import { startTestGatewayProcess, type TestGatewayProcess } from './support/gateway.js';
 import type { FakeRequest } from './support/http-fake.js';
@@ -58,13 +58,7 @@ afterAll(async () => {
  * No AWS credentials of any kind (spawnGateway passes no AWS_* variable of this process on), no
  * instance metadata, no real ~/.aws, one region.
  */
-const isolated = (): Record<string, string> => ({
-  HOME: dir,
-  AWS_CONFIG_FILE: join(dir, 'no-config'),
-  AWS_SHARED_CREDENTIALS_FILE: join(dir, 'no-credentials'),
-  AWS_EC2_METADATA_DISABLED: 'true',
-  AWS_REGION: 'us-east-1',
-});
+const isolated = (): Record<string, string> => isolatedAwsEnv(dir);
 
 /** A token file as the kubelet mounts it (its content may change: a rotation). */
 function tokenFile(name: string, token: string): string {

@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { defaultProvider } from '@aws-sdk/credential-provider-node';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import { startFakeContainerCredentials, startFakeSts, temporaryCredentials, type FakeContainerCredentials, type FakeSts } from './aws-credential-fakes.js';
+import { startFakeContainerCredentials, startFakeSts, stubIsolatedAwsEnv, temporaryCredentials, type FakeContainerCredentials, type FakeSts } from './aws-credential-fakes.js';
 
 const ROLE_ARN = 'arn:aws:iam::123456789012:role/switchyard-bedrock';
 const WEB_TOKEN = 'eyJhbGciOiJSUzI1NiIsImtpZCI6ImZha2UifQ.eyJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQ6Z2F0ZXdheTpzd2l0Y2h5YXJkIn0.c2lnbmF0dXJlLWZha2UtMDEyMzQ1Njc4OQ';
@@ -42,12 +42,7 @@ afterAll(async () => {
 
 /** An environment with no AWS credentials of any kind, nothing read from the host, no instance metadata. */
 beforeEach(() => {
-  for (const name of Object.keys(process.env)) if (name.startsWith('AWS_')) vi.stubEnv(name, undefined);
-  vi.stubEnv('HOME', dir);
-  vi.stubEnv('AWS_CONFIG_FILE', join(dir, 'no-config'));
-  vi.stubEnv('AWS_SHARED_CREDENTIALS_FILE', join(dir, 'no-credentials'));
-  vi.stubEnv('AWS_EC2_METADATA_DISABLED', 'true');
-  vi.stubEnv('AWS_REGION', 'us-east-1');
+  stubIsolatedAwsEnv(dir);
   sts.reset(first);
   container.reset(first);
 });

@@ -23,6 +23,8 @@
 import { randomBytes } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import { sendJson, startFakeServer, type FakeRequest, type FakeServer } from './http-fake.js';
+import { join } from 'node:path';
+import { vi } from 'vitest';
 
 /**
  * What the SDK's chain (this version) says of an environment with no source at all, instance metadata
@@ -205,4 +207,15 @@ export async function startFakeContainerCredentials(expected: { readonly token: 
     sendJson(res, 200, { AccessKeyId: set.accessKeyId, SecretAccessKey: set.secretAccessKey, Token: set.sessionToken, AccountId: '123456789012', Expiration: set.expiration.toISOString().replace(/\.\d{3}Z$/, 'Z') });
   });
   return { ...server, url: `${server.origin}${CONTAINER_CREDENTIALS_PATH}`, refused, issue: (...more) => credentials.set(more), served: () => [...served], reset: resetter(server, refused, served, credentials) };
+}
+
+/** An environment with no AWS credentials of any kind: nothing read from the host (HOME and the shared files point into `dir`), no instance metadata. */
+export function isolatedAwsEnv(dir: string): Record<string, string> {
+  return { HOME: dir, AWS_CONFIG_FILE: join(dir, 'no-config'), AWS_SHARED_CREDENTIALS_FILE: join(dir, 'no-credentials'), AWS_EC2_METADATA_DISABLED: 'true', AWS_REGION: 'us-east-1' };
+}
+
+/** `isolatedAwsEnv` for this process (vitest's stubEnv, undone by unstubAllEnvs), every AWS_ variable of the host removed first. */
+export function stubIsolatedAwsEnv(dir: string): void {
+  for (const name of Object.keys(process.env)) if (name.startsWith('AWS_')) vi.stubEnv(name, undefined);
+  for (const [name, value] of Object.entries(isolatedAwsEnv(dir))) vi.stubEnv(name, value);
 }
