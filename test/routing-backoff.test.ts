@@ -47,6 +47,7 @@ describe('a lone deployment: the second call arrives no earlier than its provide
           expect(answer.routing).toEqual({ deployment: 'solo', attempts: '2', fallback: null });
           expect(gapMs(solo)).toBeGreaterThanOrEqual(waitMs);
           expect(gapMs(solo)).toBeLessThan(waitMs + LATE_MS);
+          console.info(`[figures] back-off, ${workers === 0 ? 'inline' : 'two workers'}, ${status} asking for ${waitMs} ms: the second call ${gapMs(solo).toFixed(1)} ms after the first`);
           // The access line says how long the gateway waited and why.
           const access = accessLines(gw.logs()).at(-1) as LogLine;
           expect(access).toMatchObject({ status: 200, attempts: 2, backoff_reason: `${status} Retry-After from solo` });
