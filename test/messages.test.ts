@@ -1,0 +1,165 @@
+/**
+ * POST /v1/messages and /v1/messages/count_tokens end to end (issue 35;
+ * CONTRACT.md, Anthropic Messages API (inbound)): the official
+ * `@anthropic-ai/sdk` through the real gateway (two worker threads), against
+ * the fake Anthropic API (passed through: test/support/anthropic-upstream.ts)
+ * and the scripted OpenAI-compatible fake (translated through chat:
+ * test/support/responses-upstream.ts), each proved by its own SDK.
+ */
+import Anthropic from '@anthropic-ai/sdk';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { ANTHROPIC_KEY, startAnthropicUpstream, type AnthropicUpstream } from './support/anthropic-upstream.js';
+import { startResponsesUpstream, type ResponsesUpstream } from './support/responses-upstream.js';
+import { TEST_KEY, UPSTREAM_KEY, startTestGateway, type TestGateway } from './support/gateway.js';
+
+let anthropic: AnthropicUpstream;
+let openai: ResponsesUpstream;
+let gw: TestGateway;
+let client: Anthropic;
+
+beforeAll(async () => {
+  anthropic = await startAnthropicUpstream();
+  openai = await startResponsesUpstream();
+  gw = await startTestGateway({
+    yaml: `
+model_list:
+  - model_name: claude
+    params: { model: anthropic/claude-fake-1, api_base: ${anthropic.url}, api_key: ${ANTHROPIC_KEY} }
+  - model_name: gpt
+    params: { model: openai/gpt-fake, api_base: ${openai.url}, api_key: ${UPSTREAM_KEY} }
+  - model_name: mock-chat
+    params: { model: mock/chat-small, mock_stream_chunks: 5 }
+  - model_name: claude-then-gpt
+    params: { model: anthropic/claude-fake-1, api_base: ${anthropic.url}, api_key: ${ANTHROPIC_KEY}, order: 1 }
+    model_info: { id: first-claude }
+  - model_name: claude-then-gpt
+    params: { model: openai/gpt-fake, api_base: ${openai.url}, api_key: ${UPSTREAM_KEY}, order: 2 }
+    model_info: { id: then-gpt }
+router_settings: { num_retries: 2, retry_after: 0, stream_commit_timeout: 30 }
+`,
+  });
+  client = new Anthropic({ baseURL: gw.url, apiKey: TEST_KEY, maxRetries: 0 });
+});
+afterAll(async () => {
+  await gw?.close();
+  await anthropic?.close();
+  await openai?.close();
+});
+beforeEach(() => {
+  anthropic.reset();
+  openai.reset();
+});
+
+const weather: Anthropic.Tool = { name: 'get_weather', description: 'Weather of a city', input_schema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } };
+
+describe('translated through chat (an OpenAI-compatible deployment)', () => {
+  it('messages.create: a Message with text, usage and the upstream model; the chat request the upstream got', async () => {
+    const message = await client.messages.create({ model: 'gpt', max_tokens: 64, system: 'Be brief.', messages: [{ role: 'user', content: 'hello gateway' }], metadata: { user_id: 'u-1' } });
+    expect(message).toMatchObject({ type: 'message', role: 'assistant', content: [{ type: 'text', text: 'echo: hello gateway' }], stop_reason: 'end_turn', stop_sequence: null });
+    expect(message.id).toMatch(/^msg_[a-zA-Z0-9_-]+$/);
+    const sent = openai.requests.at(-1)!;
+    expect(sent.path).toBe('/v1/chat/completions');
+    expect(sent.json).toMatchObject({ model: 'gpt-fake', max_completion_tokens: 64, user: 'u-1', messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'hello gateway' }] });
+  });
+
+  it('a two-turn tool round trip, streamed: input_json_delta fragments give the tool input; the tool_result goes back as a tool message', async () => {
+    const first = await client.messages.stream({ model: 'gpt', max_tokens: 64, tools: [weather], messages: [{ role: 'user', content: 'Weather in Paris' }] }).finalMessage();
+    expect(first.stop_reason).toBe('tool_use');
+    const use = first.content.find((b) => b.type === 'tool_use')!;
+    expect(use).toMatchObject({ type: 'tool_use', name: 'get_weather', input: { city: 'Paris' } });
+    expect(use.id).toMatch(/^[a-zA-Z0-9_-]+$/);
+    const second = await client.messages.create({
+      model: 'gpt',
+      max_tokens: 64,
+      tools: [weather],
+      messages: [
+        { role: 'user', content: 'Weather in Paris' },
+        { role: 'assistant', content: first.content },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: use.id, content: '18 C' }] },
+      ],
+    });
+    expect(second.content).toEqual([{ type: 'text', text: 'The tool said: 18 C' }]);
+    const sent = openai.requests.at(-1)!.json;
+    expect((sent.messages as unknown[]).slice(-2)).toEqual([
+      { role: 'assistant', content: null, tool_calls: [{ id: expect.any(String), type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] },
+      { role: 'tool', tool_call_id: expect.any(String), content: '18 C' },
+    ]);
+  });
+
+  it('thinking, cache_control, top_k and betas are dropped, never an error', async () => {
+    const message = await client.beta.messages.create({
+      model: 'gpt',
+      max_tokens: 2048,
+      thinking: { type: 'enabled', budget_tokens: 1024 },
+      top_k: 5,
+      system: [{ type: 'text', text: 'You are terse.', cache_control: { type: 'ephemeral' } }],
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'hi there', cache_control: { type: 'ephemeral' } }] }],
+      betas: ['interleaved-thinking-2025-05-14'],
+    });
+    expect(message.content).toEqual([{ type: 'text', text: 'echo: hi there' }]);
+    const sent = openai.requests.at(-1)!.json;
+    expect(sent).not.toHaveProperty('thinking');
+    expect(sent).not.toHaveProperty('top_k');
+  });
+});
+
+describe('passed through to an anthropic deployment', () => {
+  it('the body as sent with only model replaced, anthropic-version and anthropic-beta byte for byte, the answer as sent', async () => {
+    const body = { model: 'claude', max_tokens: 32, messages: [{ role: 'user', content: 'Hello' }], top_k: 3 };
+    const res = await fetch(`${gw.url}/v1/messages?beta=true`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': TEST_KEY, 'anthropic-version': '2023-06-01', 'anthropic-beta': 'prompt-caching-2024-07-31,  token-efficient-tools-2025-02-19' },
+      body: JSON.stringify(body),
+    });
+    expect(res.status).toBe(200);
+    const sent = anthropic.messages().at(-1)!;
+    expect(sent.raw.toString()).toBe(JSON.stringify({ ...body, model: 'claude-fake-1' }));
+    expect(sent.headers['anthropic-beta']).toBe('prompt-caching-2024-07-31,  token-efficient-tools-2025-02-19');
+    expect(sent.headers['anthropic-version']).toBe('2023-06-01');
+    expect(sent.headers['x-api-key']).toBe(ANTHROPIC_KEY);
+    expect(await res.json()).toEqual({ id: 'msg_fake_1', type: 'message', role: 'assistant', model: 'claude-fake-1', content: [{ type: 'text', text: 'Hello! You said: Hello' }], stop_reason: 'end_turn', stop_sequence: null, usage: { input_tokens: 12, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 6 } });
+    expect(res.headers.get('x-switchyard-deployment')).toBeTruthy();
+  });
+
+  it('messages.stream(...).finalMessage(): the events as sent, a tool_use whose input is whole', async () => {
+    anthropic.script({ kind: 'message', content: [{ type: 'text', text: 'Let me check.' }, { type: 'tool_use', id: 'toolu_01A', name: 'get_weather', input: { city: 'Paris' } }] });
+    const final = await client.messages.stream({ model: 'claude', max_tokens: 64, tools: [weather], messages: [{ role: 'user', content: 'Weather in Paris' }] }).finalMessage();
+    expect(final.content).toEqual([{ type: 'text', text: 'Let me check.' }, { type: 'tool_use', id: 'toolu_01A', name: 'get_weather', input: { city: 'Paris' } }]);
+    expect(final.stop_reason).toBe('tool_use');
+  });
+});
+
+describe('count_tokens', () => {
+  it('an anthropic deployment counts itself (passed through); any other, the local o200k estimate', async () => {
+    const local = await client.messages.countTokens({ model: 'gpt', system: 'Be brief.', messages: [{ role: 'user', content: 'Hello, world' }] });
+    // o200k: "Be brief." 3 tokens, "Hello, world" 3 tokens; 3 per message and for the system prompt.
+    expect(local).toEqual({ input_tokens: 3 + 3 + 3 + 3 });
+    expect(anthropic.received).toHaveLength(0);
+  });
+});
+
+describe('errors, in Anthropic shape with the SDK class for each status', () => {
+  it('401 AuthenticationError for a wrong key, x-api-key or bearer; 404 NotFoundError for an unknown model; 400 BadRequestError without max_tokens', async () => {
+    const wrong = new Anthropic({ baseURL: gw.url, apiKey: 'sk-wrong', maxRetries: 0 });
+    await expect(wrong.messages.create({ model: 'gpt', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] })).rejects.toBeInstanceOf(Anthropic.AuthenticationError);
+    const bearer = new Anthropic({ baseURL: gw.url, apiKey: null, authToken: TEST_KEY, maxRetries: 0 });
+    expect((await bearer.messages.create({ model: 'gpt', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] })).type).toBe('message');
+    const missing = await client.messages.create({ model: 'no-such-model', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] }).catch((e: unknown) => e);
+    expect(missing).toBeInstanceOf(Anthropic.NotFoundError);
+    expect((missing as InstanceType<typeof Anthropic.NotFoundError>).error).toMatchObject({ type: 'error', error: { type: 'not_found_error' } });
+    const bad = await client.messages.create({ model: 'gpt', messages: [{ role: 'user', content: 'hi' }] } as unknown as Anthropic.MessageCreateParamsNonStreaming).catch((e: unknown) => e);
+    expect(bad).toBeInstanceOf(Anthropic.BadRequestError);
+    expect((bad as InstanceType<typeof Anthropic.BadRequestError>).error).toMatchObject({ type: 'error', error: { type: 'invalid_request_error', message: '"max_tokens" is required' } });
+  });
+});
+
+describe('GET /v1/models with anthropic-version', () => {
+  it("Anthropic's list shape: every alias, has_more false, first_id, last_id", async () => {
+    const page = await client.models.list();
+    expect(page.data.map((m) => m.id)).toEqual(['claude', 'gpt', 'mock-chat', 'claude-then-gpt']);
+    expect(page.data[0]).toEqual({ type: 'model', id: 'claude', display_name: 'claude', created_at: new Date(gw.config.loadedAt).toISOString() });
+    const raw = (await (await fetch(`${gw.url}/v1/models`, { headers: { 'x-api-key': TEST_KEY, 'anthropic-version': '2023-06-01' } })).json()) as Record<string, unknown>;
+    expect(raw).toMatchObject({ has_more: false, first_id: 'claude', last_id: 'claude-then-gpt' });
+    expect(await client.models.retrieve('gpt')).toMatchObject({ type: 'model', id: 'gpt' });
+  });
+});
