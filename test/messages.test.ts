@@ -163,3 +163,109 @@ describe('GET /v1/models with anthropic-version', () => {
     expect(await client.models.retrieve('gpt')).toMatchObject({ type: 'model', id: 'gpt' });
   });
 });
+
+/** The raw SSE text of a streamed Messages call, and the answer's headers. */
+async function rawStream(model: string, content = 'hello'): Promise<{ status: number; text: string; headers: Headers }> {
+  const res = await fetch(`${gw.url}/v1/messages`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-api-key': TEST_KEY, 'anthropic-version': '2023-06-01' },
+    body: JSON.stringify({ model, max_tokens: 64, stream: true, messages: [{ role: 'user', content }] }),
+  });
+  return { status: res.status, text: await res.text(), headers: res.headers };
+}
+type ApiError = InstanceType<typeof Anthropic.APIError>;
+const eventNames = (sse: string): string[] => [...sse.matchAll(/^event: (\S+)$/gm)].map((m) => m[1] as string);
+
+describe('count_tokens passed through', () => {
+  it("an anthropic deployment's own count, anthropic-version with it; the body without max_tokens", async () => {
+    const counted = await client.messages.countTokens({ model: 'claude', system: 'Be brief.', messages: [{ role: 'user', content: 'Hello there, world' }] });
+    expect(counted).toEqual({ input_tokens: 5 });
+    expect(anthropic.counts()).toHaveLength(1);
+    expect(anthropic.counts()[0]!.body).toEqual({ model: 'claude-fake-1', system: 'Be brief.', messages: [{ role: 'user', content: 'Hello there, world' }] });
+    expect(anthropic.counts()[0]!.headers['anthropic-version']).toBe('2023-06-01');
+  });
+});
+
+describe('errors from the providers, each status with its SDK class', () => {
+  it("passed through: a 400 and a 429 as Anthropic sent them; a 529 as 529 after every attempt; a 500 as 502 api_error", async () => {
+    anthropic.script({ kind: 'error', status: 400, type: 'invalid_request_error', message: 'messages: roles must alternate' });
+    const bad = await client.messages.create({ model: 'claude', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] }).catch((e: unknown) => e);
+    expect(bad).toBeInstanceOf(Anthropic.BadRequestError);
+    expect((bad as ApiError).error).toMatchObject({ type: 'error', error: { type: 'invalid_request_error', message: 'messages: roles must alternate' } });
+
+    anthropic.script(...[1, 2, 3].map(() => ({ kind: 'error' as const, status: 429, type: 'rate_limit_error', message: 'slow down', headers: { 'retry-after': '0' } })));
+    const limited = await client.messages.create({ model: 'claude', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] }).catch((e: unknown) => e);
+    expect(limited).toBeInstanceOf(Anthropic.RateLimitError);
+    expect((limited as ApiError).error).toMatchObject({ type: 'error', error: { type: 'rate_limit_error', message: 'slow down' } });
+
+    anthropic.script(...[1, 2, 3].map(() => ({ kind: 'error' as const, status: 529, type: 'overloaded_error', message: 'Overloaded' })));
+    const overloaded = await client.messages.create({ model: 'claude', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] }).catch((e: unknown) => e);
+    expect(overloaded).toBeInstanceOf(Anthropic.InternalServerError);
+    expect((overloaded as ApiError).status).toBe(529);
+    expect((overloaded as ApiError).error).toMatchObject({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } });
+    expect(anthropic.messages()).toHaveLength(7);
+
+    anthropic.script(...[1, 2, 3].map(() => ({ kind: 'error' as const, status: 500, type: 'api_error', message: 'Internal' })));
+    const failed = await client.messages.create({ model: 'claude', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] }).catch((e: unknown) => e);
+    expect(failed).toBeInstanceOf(Anthropic.InternalServerError);
+    expect((failed as ApiError).status).toBe(502);
+    expect((failed as ApiError).error).toMatchObject({ type: 'error', error: { type: 'api_error' } });
+  });
+
+  it("translated: the provider's 4xx in the compatible envelope becomes Anthropic's shape with its status and message; a refused gateway key is 502 api_error", async () => {
+    openai.failNext({ kind: 'status', status: 400, message: 'bad thing' });
+    const bad = await client.messages.create({ model: 'gpt', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] }).catch((e: unknown) => e);
+    expect(bad).toBeInstanceOf(Anthropic.BadRequestError);
+    expect((bad as ApiError).error).toMatchObject({ type: 'error', error: { type: 'invalid_request_error', message: 'bad thing' }, request_id: expect.any(String) });
+    // A lone deployment is tried again after a 403 (num_retries 2): refused three times.
+    anthropic.script(...[1, 2, 3].map(() => ({ kind: 'error' as const, status: 403, type: 'permission_error', message: 'no access' })));
+    const denied = await client.messages.create({ model: 'claude', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] }).catch((e: unknown) => e);
+    // CONTRACT.md: a provider 401/403 rejects the gateway's credentials: 502, api_error.
+    expect(denied).toBeInstanceOf(Anthropic.InternalServerError);
+    expect((denied as ApiError).error).toMatchObject({ type: 'error', error: { type: 'api_error', message: 'the provider rejected the gateway credentials for this model' } });
+  });
+});
+
+describe('streams and the commit point', () => {
+  it('an event: error before content is retried invisibly on the next deployment: one clean event sequence', async () => {
+    anthropic.script({ kind: 'stream-error', type: 'overloaded_error', message: 'Overloaded', afterContent: false });
+    const { status, text, headers } = await rawStream('claude-then-gpt', 'retry me');
+    expect(status).toBe(200);
+    expect(headers.get('x-switchyard-attempts')).toBe('2');
+    expect(headers.get('x-switchyard-deployment')).toBe('then-gpt');
+    const names = eventNames(text);
+    expect(names.filter((n) => n === 'message_start')).toHaveLength(1);
+    expect(names).not.toContain('error');
+    expect(names.at(-1)).toBe('message_stop');
+    expect(text).toContain('echo: retry me'.split(' ')[0]);
+  });
+
+  it('a passed-through event: error after content reaches the client once, as Anthropic sent it, the last event', async () => {
+    anthropic.script({ kind: 'stream-error', type: 'overloaded_error', message: 'Overloaded', afterContent: true });
+    const { status, text } = await rawStream('claude');
+    expect(status).toBe(200);
+    const names = eventNames(text);
+    expect(names.filter((n) => n === 'error')).toHaveLength(1);
+    expect(names.at(-1)).toBe('error');
+    expect(text).toContain('data: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}');
+    await expect(client.messages.stream({ model: 'claude', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] }).finalMessage()).resolves.toBeDefined();
+  });
+
+  it('a translated stream that breaks after content ends with one event: error; the SDK raises it', async () => {
+    openai.failNext({ kind: 'break', after: 3 });
+    const { status, text } = await rawStream('gpt', 'one two three four five');
+    expect(status).toBe(200);
+    const names = eventNames(text);
+    expect(names[0]).toBe('message_start');
+    expect(names.filter((n) => n === 'error')).toHaveLength(1);
+    expect(names.at(-1)).toBe('error');
+    expect(text).toMatch(/event: error\ndata: \{"type":"error","error":\{"type":"api_error","message":"[^"]+"\}\}\n\n$/);
+  });
+
+  it('a stream that never committed gets the HTTP error in Anthropic shape, never a 200', async () => {
+    anthropic.script(...[1, 2, 3].map(() => ({ kind: 'stream-error' as const, type: 'api_error', message: 'boom', afterContent: false })));
+    const { status, text } = await rawStream('claude');
+    expect(status).toBe(502);
+    expect(JSON.parse(text)).toMatchObject({ type: 'error', error: { type: 'api_error' }, request_id: expect.any(String) });
+  });
+});
