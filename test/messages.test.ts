@@ -269,3 +269,72 @@ describe('streams and the commit point', () => {
     expect(JSON.parse(text)).toMatchObject({ type: 'error', error: { type: 'api_error' }, request_id: expect.any(String) });
   });
 });
+
+/**
+ * A Claude Code session's requests, written from its documented request shapes (Claude Code's LLM
+ * gateway docs: `?beta=true`, `anthropic-beta`, `x-app`, system blocks with cache_control, tools,
+ * thinking, metadata.user_id): a quota probe, a title, the main turn with tools and thinking, a
+ * tool round trip, and a token count. Each is answered without error, passed through and translated.
+ */
+const CLAUDE_CODE_BETAS = 'claude-code-20250219,interleaved-thinking-2025-05-14,fine-grained-tool-streaming-2025-05-14';
+function claudeCodeSession(model: string): Array<{ path: string; body: Record<string, unknown> }> {
+  const system = [
+    { type: 'text', text: "You are Claude Code, Anthropic's official CLI for Claude.", cache_control: { type: 'ephemeral' } },
+    { type: 'text', text: 'You are an interactive CLI tool that helps users with software engineering tasks.', cache_control: { type: 'ephemeral' } },
+  ];
+  const tools = [
+    { name: 'Bash', description: 'Executes a bash command', input_schema: { type: 'object', properties: { command: { type: 'string' }, description: { type: 'string' } }, required: ['command'], additionalProperties: false, $schema: 'http://json-schema.org/draft-07/schema#' } },
+    { name: 'Read', description: 'Reads a file', input_schema: { type: 'object', properties: { file_path: { type: 'string' } }, required: ['file_path'] }, cache_control: { type: 'ephemeral' } },
+  ];
+  const metadata = { user_id: 'user_0123abcd_account__session_5f0c1e2a-1111-2222-3333-444455556666' };
+  const user = { role: 'user', content: [{ type: 'text', text: '<system-reminder>This is a reminder.</system-reminder>' }, { type: 'text', text: 'list the files in src', cache_control: { type: 'ephemeral' } }] };
+  return [
+    { path: '/v1/messages?beta=true', body: { model, max_tokens: 1, messages: [{ role: 'user', content: 'quota' }], metadata } },
+    { path: '/v1/messages?beta=true', body: { model, max_tokens: 512, temperature: 0, system: [{ type: 'text', text: 'Summarize this coding conversation in under 50 characters.' }], messages: [{ role: 'user', content: 'list the files in src' }], metadata, stream: true } },
+    { path: '/v1/messages?beta=true', body: { model, max_tokens: 32000, thinking: { type: 'enabled', budget_tokens: 4000 }, system, tools, metadata, stream: true, messages: [user] } },
+    {
+      path: '/v1/messages?beta=true',
+      body: {
+        model,
+        max_tokens: 32000,
+        system,
+        tools,
+        metadata,
+        stream: true,
+        messages: [
+          user,
+          { role: 'assistant', content: [{ type: 'text', text: "I'll list them." }, { type: 'tool_use', id: 'toolu_01Cc', name: 'Bash', input: { command: 'ls src', description: 'List src' } }] },
+          { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_01Cc', content: 'main.ts\nfront' }] },
+        ],
+      },
+    },
+    { path: '/v1/messages/count_tokens?beta=true', body: { model, system, tools, messages: [user] } },
+  ];
+}
+
+describe('a Claude Code session replayed', () => {
+  it.each([
+    ['passed through to an anthropic deployment', 'claude'],
+    ['translated to an OpenAI-compatible deployment', 'gpt'],
+  ])('%s: every request answered 200 with its shape', async (_name, model) => {
+    for (const { path, body } of claudeCodeSession(model)) {
+      const res = await fetch(`${gw.url}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${TEST_KEY}`, 'anthropic-version': '2023-06-01', 'anthropic-beta': CLAUDE_CODE_BETAS, 'x-app': 'cli', 'anthropic-dangerous-direct-browser-access': 'true' },
+        body: JSON.stringify(body),
+      });
+      const text = await res.text();
+      expect(res.status, `${path} ${text.slice(0, 300)}`).toBe(200);
+      if (path.startsWith('/v1/messages/count_tokens')) expect(JSON.parse(text)).toEqual({ input_tokens: expect.any(Number) });
+      else if (body.stream === true) expect(eventNames(text).at(-1), text.slice(-300)).toBe('message_stop');
+      else expect(JSON.parse(text)).toMatchObject({ type: 'message', role: 'assistant' });
+    }
+    if (model === 'claude') {
+      // The betas went byte for byte with every message request.
+      expect(anthropic.messages().map((r) => r.headers['anthropic-beta'])).toEqual(Array(4).fill(CLAUDE_CODE_BETAS));
+      expect(anthropic.messages()[2]!.body).toMatchObject({ model: 'claude-fake-1', thinking: { type: 'enabled', budget_tokens: 4000 } });
+    } else {
+      expect(anthropic.received).toHaveLength(0);
+    }
+  });
+});
