@@ -28,15 +28,22 @@ import type { RoutingConfig, Upstream } from './config.js';
 import type { ChannelEnd } from './channel.js';
 import type { DeploymentStateMemory } from './deployment-state.js';
 
-export const PROTOCOL_VERSION = 9;
+export const PROTOCOL_VERSION = 10;
 
 /**
  * The provider operations a worker serves. `responses` is the OpenAI
  * Responses API: passed through to a deployment that serves it, otherwise
  * run as `chat` through workers/inbound/responses/ (ARCHITECTURE.md,
- * "Inbound formats = translators too").
+ * "Inbound formats = translators too"). `messages` is Anthropic's Messages
+ * API (CONTRACT.md, Anthropic Messages API (inbound)): passed through to a
+ * deployment whose adapter speaks it (anthropic, Bedrock's Claude), otherwise
+ * run as `chat` through workers/inbound/messages/; `count_tokens` its token
+ * count, passed through to anthropic, counted locally otherwise.
  */
-export type Operation = 'chat' | 'embeddings' | 'responses';
+export type Operation = 'chat' | 'embeddings' | 'responses' | 'messages' | 'count_tokens';
+
+/** The operations of Anthropic's Messages API: their errors and keepalives are Anthropic's. */
+export const isMessagesOperation = (op: Operation): op is 'messages' | 'count_tokens' => op === 'messages' || op === 'count_tokens';
 
 /** Token counts from a provider's `usage`, when it sent one. */
 export interface Usage {
@@ -61,6 +68,11 @@ export interface CallFrame {
   readonly requestId: string;
   /** Only when tracing is on (CONTRACT.md, Tracing); absent otherwise, so an untraced call's frame is as it was. */
   readonly trace?: TraceContext;
+  /**
+   * A Messages call's `anthropic-version` and `anthropic-beta` as the caller sent them (a flat
+   * `[name, value, …]` list; a passthrough forwards them byte for byte); absent on every other call.
+   */
+  readonly headers?: HeaderList;
 }
 
 /**

@@ -72,7 +72,7 @@ export function genAiProvider(provider: string): string {
   return GENAI_PROVIDER[provider] ?? provider;
 }
 
-/** `gen_ai.operation.name` of an operation: the Responses API is a chat. */
-export function genAiOperation(op: 'chat' | 'embeddings' | 'responses'): 'chat' | 'embeddings' {
+/** `gen_ai.operation.name` of an operation: the Responses API and Anthropic's Messages (and its token count) are a chat. */
+export function genAiOperation(op: 'chat' | 'embeddings' | 'responses' | 'messages' | 'count_tokens'): 'chat' | 'embeddings' {
   return op === 'embeddings' ? 'embeddings' : 'chat';
 }

@@ -42,7 +42,7 @@ export function readRequestBody(op: Operation, bytes: Uint8Array): RequestBody {
 
 /** The request of a body that passed its checks (the hand checks or the schema). */
 export function toParsedRequest(op: Operation, body: Record<string, unknown>): ParsedRequest {
-  return { model: body.model as string, stream: op !== 'embeddings' && body.stream === true, body };
+  return { model: body.model as string, stream: op !== 'embeddings' && op !== 'count_tokens' && body.stream === true, body };
 }
 
 // The common shapes, checked by hand: zod's parse cost a tenth of the gateway's
@@ -148,9 +148,17 @@ function typedParts(parts: unknown): boolean {
  * (requests.ts) accepts; null for an optional field goes to the schema.
  */
 export function plainMessages(body: Record<string, unknown>): boolean {
-  if (!nonEmptyString(body.model)) return false;
   const max = body.max_tokens;
   if (!Number.isSafeInteger(max) || (max as number) < 0) return false;
+  return plainCountTokens(body);
+}
+
+/**
+ * `POST /v1/messages/count_tokens`: a Messages body without `max_tokens` (and whatever else
+ * counting ignores). Accepts only what countTokensRequestSchema (requests.ts) accepts.
+ */
+export function plainCountTokens(body: Record<string, unknown>): boolean {
+  if (!nonEmptyString(body.model)) return false;
   if (body.stream !== undefined && typeof body.stream !== 'boolean') return false;
   if ((body.temperature !== undefined && typeof body.temperature !== 'number') || (body.top_p !== undefined && typeof body.top_p !== 'number')) return false;
   const stop = body.stop_sequences;
@@ -189,7 +197,13 @@ function typedBlocks(blocks: unknown): boolean {
   return true;
 }
 
-const PLAIN: Readonly<Record<Operation, (body: Record<string, unknown>) => boolean>> = { chat: plainChat, embeddings: plainEmbeddings, responses: plainResponses };
+const PLAIN: Readonly<Record<Operation, (body: Record<string, unknown>) => boolean>> = {
+  chat: plainChat,
+  embeddings: plainEmbeddings,
+  responses: plainResponses,
+  messages: plainMessages,
+  count_tokens: plainCountTokens,
+};
 
 /**
  * The deepest bracket nesting outside strings, in one pass over the bytes

@@ -80,9 +80,8 @@ const parallelChoice = { disable_parallel_tool_use: nullish(z.boolean()) };
  * is an open list: passed through to Anthropic, dropped on the chat path,
  * never refused here.
  */
-export const messagesRequestSchema = z.looseObject({
+const countTokensFields = {
   model: z.string().min(1),
-  max_tokens: z.number().int().nonnegative(),
   messages: z.array(z.looseObject({ role: z.enum(['user', 'assistant']), content: z.union([z.string(), z.array(messagesBlock)]) })).min(1),
   system: nullish(z.union([z.string(), z.array(z.looseObject({ type: z.literal('text'), text: z.string() }))])),
   stream: nullish(z.boolean()),
@@ -97,7 +96,25 @@ export const messagesRequestSchema = z.looseObject({
       z.looseObject({ type: z.literal('tool'), name: z.string().min(1), ...parallelChoice }),
     ]),
   ),
+};
+
+export const messagesRequestSchema = z.looseObject({ ...countTokensFields, max_tokens: z.number().int().nonnegative() });
+
+/** `POST /v1/messages/count_tokens`: the Messages body without `max_tokens`. */
+export const countTokensRequestSchema = z.looseObject(countTokensFields);
+
+/** Anthropic's Message, loosely: the fields every answer has (for the manifest). */
+export const messageObjectSchema = z.looseObject({
+  id: z.string(),
+  type: z.literal('message'),
+  role: z.literal('assistant'),
+  model: z.string(),
+  content: z.array(z.looseObject({ type: z.string() })),
+  stop_reason: z.string().nullable(),
+  usage: z.looseObject({ input_tokens: z.number().int(), output_tokens: z.number().int() }),
 });
+
+export const countTokensResponseSchema = z.object({ input_tokens: z.number().int().nonnegative() });
 
 /** Checks a Messages body the hand check (request-body.ts, plainMessages) did not pass; throws the `invalid_request` that names the first problem. */
 export function checkMessagesRequest(json: Record<string, unknown>): void {
@@ -130,7 +147,13 @@ export function refuseStateful(json: Record<string, unknown>): void {
   });
 }
 
-const SCHEMAS: Readonly<Record<Operation, z.ZodType>> = { chat: chatRequestSchema, embeddings: embeddingsRequestSchema, responses: responsesRequestSchema };
+const SCHEMAS: Readonly<Record<Operation, z.ZodType>> = {
+  chat: chatRequestSchema,
+  embeddings: embeddingsRequestSchema,
+  responses: responsesRequestSchema,
+  messages: messagesRequestSchema,
+  count_tokens: countTokensRequestSchema,
+};
 
 /** Checks a body the hand checks did not pass; throws the `invalid_request` (or `unsupported_parameter`) that names the first problem. */
 export function checkWithSchema(op: Operation, json: Record<string, unknown>): void {

@@ -155,6 +155,7 @@ const { gw, upstream, start } = useGateway();
 describe('authentication', () => {
   const bearer = ROUTES.filter((r) => r.auth === 'bearer');
   const open = ROUTES.filter((r) => r.auth === 'none');
+  const anthropic = ROUTES.filter((r) => r.auth === 'anthropic');
 
   it('the route table protects the routes spec 000 and CONTRACT.md protect, and leaves the probes open', () => {
     const key = (r: { method: string; path: string }) => `${r.method} ${r.path}`;
@@ -162,7 +163,8 @@ describe('authentication', () => {
       expect.arrayContaining(['GET /v1/models', 'POST /v1/chat/completions', 'POST /v1/embeddings', 'GET /status/models', 'GET /status/models/{model}']),
     );
     expect(open.map(key)).toEqual(expect.arrayContaining(['GET /health/live', 'GET /health/liveliness', 'GET /ready', 'GET /status', 'GET /metrics']));
-    expect(bearer.length + open.length).toBe(ROUTES.length);
+    expect(anthropic.map(key)).toEqual(['POST /v1/messages', 'POST /v1/messages/count_tokens']);
+    expect(bearer.length + open.length + anthropic.length).toBe(ROUTES.length);
   });
 
   it('every bearer route answers 401 with the exact error body to a missing, wrong or non-Bearer credential, and 200 to the right token', async () => {
@@ -265,7 +267,10 @@ describe('unknown routes and wrong methods', () => {
         expect(res.status, `${method} ${path}`).toBe(405);
         const allow = (res.headers.get('allow') ?? '').split(',').map((m) => m.trim()).filter(Boolean).sort();
         expect(allow, `${method} ${path}`).toEqual([...methods].sort());
-        expect(((await json(res)) as { error: Json }).error.code).toBe('method_not_allowed');
+        const body = (await json(res)) as { error: Json };
+        // CONTRACT.md, Anthropic Messages API (inbound): every error on the Messages paths is in Anthropic's shape.
+        if (ROUTES.some((r) => r.path === path && r.auth === 'anthropic')) expect(body, `${method} ${path}`).toEqual({ type: 'error', error: { type: 'invalid_request_error', message: 'method not allowed on this route' }, request_id: res.headers.get('x-request-id') });
+        else expect(body.error.code).toBe('method_not_allowed');
       }
     }
   });

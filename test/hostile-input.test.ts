@@ -17,6 +17,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { ROUTES, methodsByPath, type RouteSpec } from '../src/front/routes.js';
 import { expectNoKeyLeak, useGateway } from './support/gateway.js';
 import { checkErrorBody, uploadTo, type ErrorObject } from './support/uploads.js';
+import { errorTypeOf as anthropicErrorTypeOf } from '../protocol/anthropic-errors.js';
 
 // ───────────────────────── helpers ─────────────────────────
 
@@ -479,6 +480,16 @@ function send(method: string, path: string, body: Buffer, authorization: string 
   });
 }
 
+/** `{"type":"error","error":{"type","message"},"request_id"}`, the type the status's (protocol/anthropic-errors.ts). */
+function checkAnthropicErrorBody(status: number, text: string, context: string): void {
+  const body = JSON.parse(text) as { type?: unknown; error?: { type?: unknown; message?: unknown }; request_id?: unknown };
+  expect(Object.keys(body), context).toEqual(['type', 'error', 'request_id']);
+  expect(body.type, context).toBe('error');
+  expect(body.error?.type, context).toBe(anthropicErrorTypeOf(status));
+  expect(typeof body.error?.message, context).toBe('string');
+  expect(typeof body.request_id, context).toBe('string');
+}
+
 describe('property-based: random JSON and random bytes on every route', () => {
   const table = documentedStatuses();
   /** Statuses seen per route, for the figures. */
@@ -528,8 +539,10 @@ describe('property-based: random JSON and random bytes on every route', () => {
         expect((JSON.parse(answer.body) as { status?: string }).status, context).toBe('unhealthy');
       } else {
         expect(answer.contentType, context).toMatch(/^application\/json/);
+        // CONTRACT.md, Anthropic Messages API (inbound): every error on the Messages routes in Anthropic's shape, typed by status.
+        if (route.auth === 'anthropic') checkAnthropicErrorBody(answer.status, answer.body, context);
         // Provider 4xx pass through as the provider sent them (the fake's have code null); the gateway's own are gateway_error.
-        checkErrorBody(answer.body, context, !(route.kind === 'chat' || route.kind === 'embeddings'));
+        else checkErrorBody(answer.body, context, !(route.kind === 'chat' || route.kind === 'embeddings'));
       }
     }
   }

@@ -96,6 +96,22 @@ describe('what each thread loads at start (dist/, built by npm test)', () => {
     expect([...front.matchAll(STATIC_IMPORT)].map(([, specifier]) => specifier).filter((s) => s?.startsWith('@smithy/'))).toEqual([]);
   });
 
+  it("the o200k tokenizer (gpt-tokenizer, count_tokens' local estimate) is in no thread's start: a worker imports its chunk on its first count, an inline front from node_modules", () => {
+    expect(bundledPackages('dist/worker/entry.js')).not.toContain('gpt-tokenizer');
+    expect(bundledPackages('dist/server.js')).not.toContain('gpt-tokenizer');
+    const chunks = workerBundle().filter((f) => bundledPackages(`dist/worker/${f}`).has('gpt-tokenizer'));
+    expect(chunks).toHaveLength(1);
+    const entry = readFileSync(join(root, 'dist/worker/entry.js'), 'utf8');
+    expect(entry).toContain(`import("./${chunks[0] as string}")`);
+    expect([...entry.matchAll(STATIC_IMPORT)].map(([, specifier]) => specifier)).not.toContain(`./${chunks[0] as string}`);
+    const front = readFileSync(join(root, 'dist/server.js'), 'utf8');
+    expect(front).toContain('import("gpt-tokenizer/encoding/o200k_base")');
+    expect([...front.matchAll(STATIC_IMPORT)].map(([, specifier]) => specifier).filter((s) => s?.startsWith('gpt-tokenizer'))).toEqual([]);
+    // tsc's output, which the library export runs: no static import on either thread's start.
+    expect(packagesLoadedAtStart('dist/workers/entry.js')).not.toContain('gpt-tokenizer');
+    expect(packagesLoadedAtStart('dist/src/main.js')).not.toContain('gpt-tokenizer');
+  });
+
   it("the AWS credential chain (@aws-sdk/credential-provider-node) is in no bundle and no thread's start: a worker and an inline front import it from node_modules, with import()", () => {
     const awsSdk = (file: string) => [...bundledPackages(file)].filter((name) => name.startsWith('@aws-sdk/'));
     for (const file of ['dist/server.js', ...workerBundle().map((f) => `dist/worker/${f}`)]) expect(awsSdk(file), file).toEqual([]);

@@ -39,6 +39,8 @@ const OK_CONTENT: Record<RouteKind, Record<string, string | null>> = {
   chat: { 'application/json': 'ChatCompletion', 'text/event-stream': null },
   embeddings: { 'application/json': 'EmbeddingList' },
   responses: { 'application/json': 'ResponseObject', 'text/event-stream': null },
+  messages: { 'application/json': 'Message', 'text/event-stream': null },
+  count_tokens: { 'application/json': 'CountTokensResponse' },
   models: { 'application/json': 'ModelList' },
   model: { 'application/json': 'Model' },
   live: { 'application/json': 'Health' },
@@ -57,7 +59,20 @@ const OK_CONTENT: Record<RouteKind, Record<string, string | null>> = {
 const PROVIDER_KINDS: ReadonlySet<RouteKind> = new Set(['chat', 'embeddings', 'responses']);
 
 /** The request body schema of each provider route. */
-const REQUEST_SCHEMAS: Partial<Record<RouteKind, string>> = { chat: 'ChatCompletionRequest', embeddings: 'EmbeddingRequest', responses: 'ResponseCreateRequest' };
+const REQUEST_SCHEMAS: Partial<Record<RouteKind, string>> = { chat: 'ChatCompletionRequest', embeddings: 'EmbeddingRequest', responses: 'ResponseCreateRequest', messages: 'MessageCreateRequest', count_tokens: 'CountTokensRequest' };
+
+/** Anthropic's Messages routes: every error in Anthropic's shape (CONTRACT.md, Anthropic Messages API (inbound)). */
+const ANTHROPIC_KINDS: ReadonlySet<RouteKind> = new Set(['messages', 'count_tokens']);
+/** The Anthropic error type each documented status of those routes must show (protocol/anthropic-errors.ts). */
+const ANTHROPIC_STATUSES: ReadonlyArray<readonly [string, string]> = [
+  ['400', 'invalid_request_error'],
+  ['401', 'authentication_error'],
+  ['404', 'not_found_error'],
+  ['413', 'request_too_large'],
+  ['429', 'rate_limit_error'],
+  ['502', 'api_error'],
+  ['503', 'overloaded_error'],
+];
 
 function isObj(value: unknown): value is Obj {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -244,7 +259,11 @@ describe('openapi.yaml', () => {
       });
 
       it(`security matches auth: ${route.auth}`, () => {
-        expect(op.security).toEqual(route.auth === 'bearer' ? [{ bearer: [] }] : []);
+        expect(op.security).toEqual(route.auth === 'bearer' ? [{ bearer: [] }] : route.auth === 'anthropic' ? [{ bearer: [] }, { apiKey: [] }] : []);
+        if (route.auth === 'anthropic') {
+          expect(responses['401'], 'an anthropic route documents 401').toBeDefined();
+          return;
+        }
         if (route.auth === 'bearer') {
           expect(responses['401'], 'a bearer route documents 401').toBeDefined();
           expect(errorExamplesOf(responses['401']!).map((e) => e.code)).toContain('invalid_api_key');
@@ -287,6 +306,21 @@ describe('openapi.yaml', () => {
           else expect(schema).toEqual({ $ref: `#/components/schemas/${schemaName}` });
         }
       });
+
+      if (ANTHROPIC_KINDS.has(route.kind)) {
+        it("documents every error status in Anthropic's shape, typed by status, and its request body", () => {
+          for (const [status, type] of ANTHROPIC_STATUSES) {
+            const response = responses[status];
+            expect(response, status).toBeDefined();
+            const json = obj(obj(response!.content, `${status} content`)['application/json'], `${status} json`);
+            expect(json.schema).toEqual({ $ref: '#/components/schemas/AnthropicErrorResponse' });
+            const types = examplesOf(json).map((value) => (isObj(value) && isObj(value.error) ? value.error.type : null));
+            expect(types, status).toEqual([type]);
+          }
+          const body = obj(obj(obj(op.requestBody, 'requestBody').content, 'content')['application/json'], 'json body');
+          expect(body.schema).toEqual({ $ref: `#/components/schemas/${REQUEST_SCHEMAS[route.kind]}` });
+        });
+      }
 
       if (PROVIDER_KINDS.has(route.kind)) {
         it('documents the provider-route errors (400, 404 model_not_found, 413, 502) and the rate-limit headers', () => {

@@ -86,8 +86,10 @@ export async function bundle(dir) {
     // The native addon loads from node_modules at run time; so does OpenTelemetry, and only when tracing is
     // on (src/tracing/otel.ts imports it with import(), which stays an import() of the package here); so do
     // the AWS packages, which only an inline session's first bedrock call imports (workers/providers/bedrock/aws.ts
-    // and chain.ts, import()): bundled, their 0.4 MB (and the credential chain's) would be read and parsed at every start.
-    external: ['uWebSockets.js', '@opentelemetry/*', '@smithy/*', '@aws-sdk/*'],
+    // and chain.ts, import()): bundled, their 0.4 MB (and the credential chain's) would be read and parsed at every start;
+    // and so does the o200k tokenizer, which only an inline session's first count_tokens imports
+    // (workers/inbound/messages/count-tokens.ts): bundled, its 3.4 MB of ranks would be parsed at every start.
+    external: ['uWebSockets.js', '@opentelemetry/*', '@smithy/*', '@aws-sdk/*', 'gpt-tokenizer', 'gpt-tokenizer/*'],
     plugins: [piscinaHome, promClientLazyOtel],
   });
 

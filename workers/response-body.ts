@@ -20,7 +20,7 @@ const decoder = new TextDecoder();
 export const FULL_CHECK_BYTES = 64 * 1024;
 
 /** The array every success answer of an operation has. */
-const ANSWER_KEYS: Readonly<Record<Operation, string>> = { chat: 'choices', embeddings: 'data', responses: 'output' };
+const ANSWER_KEYS: Readonly<Record<Operation, string>> = { chat: 'choices', embeddings: 'data', responses: 'output', messages: 'content', count_tokens: 'input_tokens' };
 
 /** Checks a success body (in the pieces it was read in) is the compatible format for `op`; returns its usage. */
 export function checkCompatible(op: Operation, body: readonly Uint8Array[]): Usage | null {

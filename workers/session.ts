@@ -18,9 +18,12 @@ import { probeUpstream } from './probe.js';
 import { readRequestBody, toParsedRequest, type RequestBody } from '../protocol/request-body.js';
 import { Router, type Deployment } from './router.js';
 import { PROVIDERS } from './providers/index.js';
-import { routeCall, type ClientSink, type RoutingEnv } from './routing/attempts.js';
+import { routeCall, type ClientSink, type RoutedRequest, type RoutingEnv } from './routing/attempts.js';
 import { faultOf } from './routing/failure.js';
 import { ResponsesSink } from './inbound/responses/sink.js';
+import { MessagesSink } from './inbound/messages/sink.js';
+import { localTokenCounter } from './inbound/messages/count-tokens.js';
+import type { Upstream } from '../protocol/config.js';
 import { CallTrace } from './call-trace.js';
 import { onChainOutcome, regionChain } from './providers/bedrock/chain.js';
 
@@ -35,12 +38,15 @@ export class WorkerSession {
   readonly #states: DeploymentStates;
   #router: Router;
   #env: RoutingEnv;
+  /** count_tokens calls: anthropic deployments count themselves, every other is counted here (count-tokens.ts). */
+  #countEnv: RoutingEnv;
 
   /** `channel` is a worker thread's MessagePort end, or the in-thread end of GATEWAY_WORKERS=0. */
   constructor(channel: ChannelEnd<ToWorker, FromWorker>, routing: RoutingConfig, state: WorkerState) {
     this.#states = new DeploymentStates(state.memory, state.worker);
     this.#router = new Router(routing);
     this.#env = this.#envFor(this.#router);
+    this.#countEnv = { ...this.#env, adapterFor: counterFor };
     this.#port = channel((frame, payload) => this.#onFrame(frame, payload));
     // The AWS credential chain's changes (bedrock deployments without keys) go to the front's readiness, status and log.
     onChainOutcome((outcome) => this.#port.send({ t: 'aws_chain_state', id: 0, ...outcome }));
@@ -72,6 +78,7 @@ export class WorkerSession {
       case 'config':
         this.#router = new Router(frame.routing);
         this.#env = this.#envFor(this.#router);
+        this.#countEnv = { ...this.#env, adapterFor: counterFor };
         return;
       case 'ping':
         this.#port.send({ t: 'pong', id: frame.id });
@@ -90,7 +97,7 @@ export class WorkerSession {
   async #run(frame: CallFrame, body: RequestBody | BadBody): Promise<void> {
     const { id } = frame;
     const router = this.#router;
-    const env = this.#env;
+    const env = frame.op === 'count_tokens' ? this.#countEnv : this.#env;
     const call: ActiveCall = { control: new CallControl(), flow: new Flow() };
     this.#calls.set(id, call);
     // Tracing on (the front sent a context): the attempts' span ids, and what a sampled call reports.
@@ -104,7 +111,15 @@ export class WorkerSession {
       // Only a body the hand checks do not pass needs the zod schema: zod is loaded then, once per thread.
       if (!plain) (await import('../protocol/requests.js')).checkWithSchema(frame.op, json);
       const request = toParsedRequest(frame.op, json);
-      const responses = frame.op === 'responses' ? (replies = new ResponsesSink(sink, request.body)) : null;
+      // A Responses or Messages call asks its sink what to send each deployment (its own body, or the chat translation).
+      let prepare: RoutedRequest['prepare'] = null;
+      if (frame.op === 'responses') {
+        const responses = (replies = new ResponsesSink(sink, request.body));
+        prepare = (upstream) => responses.attempt(upstream);
+      } else if (frame.op === 'messages' || frame.op === 'count_tokens') {
+        const messages = (replies = new MessagesSink(sink, request.body, { headers: frame.headers ?? NO_HEADERS, native: speaksMessages, requestId: frame.requestId, op: frame.op }));
+        prepare = (upstream) => messages.attempt(upstream);
+      }
       const group = router.resolve(request.model);
       await routeCall(
         env,
@@ -112,8 +127,7 @@ export class WorkerSession {
           group,
           op: frame.op,
           body: request.body,
-          // A Responses call asks its sink what to send each deployment (its own body, or the chat translation).
-          prepare: responses === null ? null : (upstream) => responses.attempt(upstream),
+          prepare,
           stream: request.stream,
           requestId: frame.requestId,
           maxResponseBytes: router.maxResponseBytes,
@@ -155,6 +169,10 @@ function parseBody(frame: CallFrame, payload: Payload | undefined): RequestBody 
 const CANCELLED = Symbol('cancelled');
 
 const adapterFor = (deployment: Deployment) => PROVIDERS[deployment.upstream.provider];
+/** A count_tokens call's adapter: anthropic's own count, else the local estimate (no upstream request). */
+const counterFor = (deployment: Deployment) => (deployment.upstream.provider === 'anthropic' ? PROVIDERS.anthropic : localTokenCounter);
+/** Whether a deployment takes a Messages call as it is (its adapter's passthrough). */
+const speaksMessages = (upstream: Upstream): boolean => PROVIDERS[upstream.provider].speaksMessages?.(upstream) === true;
 const NO_HEADERS: HeaderList = [];
 
 /** RoutingEnv.after on the real clock. */

@@ -24,7 +24,7 @@ const text = (content: string): Part => ({ type: 'text', content });
 
 /** The request's messages as `[name, json, …]` attributes. */
 export function inputContent(op: Operation, body: Json): string[] {
-  if (op === 'embeddings') return [];
+  if (op === 'embeddings' || op === 'count_tokens') return [];
   const system: Part[] = [];
   const input: Message[] = [];
   if (op === 'responses') {
@@ -32,6 +32,8 @@ export function inputContent(op: Operation, body: Json): string[] {
     if (typeof body.input === 'string') input.push({ role: 'user', parts: [text(body.input)] });
     else if (Array.isArray(body.input)) for (const item of body.input) if (isRecord(item)) responsesItem(item, system, input);
   } else if (Array.isArray(body.messages)) {
+    // Anthropic's Messages: the system prompt is a field of its own (a string or text blocks).
+    if (op === 'messages' && body.system !== undefined && body.system !== null) system.push(...contentParts(body.system));
     for (const m of body.messages) if (isRecord(m)) chatMessage(m, system, input);
   }
   const out: string[] = [];

@@ -63,6 +63,8 @@ export interface GatewayConfig {
   readonly apiKeys: readonly string[];
   /** True when no key was configured and one was made at start (it is logged once). */
   readonly apiKeyGenerated: boolean;
+  /** Date.now() when this config was loaded (Anthropic's model list gives it as each alias's `created_at`). */
+  readonly loadedAt: number;
   readonly routing: RoutingConfig;
   readonly health: HealthConfig;
   /** Null when tracing is off (src/tracing/settings.ts); read at start only, like the worker count. */
@@ -223,6 +225,7 @@ export function parseConfig(text: string, source: string, env: Env = process.env
     logLevel: e.LOG_LEVEL ?? DEFAULTS.logLevel,
     apiKeys: Object.freeze(apiKeys),
     apiKeyGenerated,
+    loadedAt: Date.now(),
     health,
     tracing,
     routing: Object.freeze({ version, aliases: Object.freeze(aliases), slots: Object.freeze([]), rules: Object.freeze(rules), router, maxResponseBodyBytes }),

@@ -50,7 +50,7 @@ export function buildDocsHtml(routes: readonly RouteSpec[] = ROUTES): string {
   const rows = routes
     .map(
       (r) =>
-        `<tr><td><code>${r.method}</code></td><td><code>${escape(r.path)}</code></td><td>${r.auth === 'bearer' ? 'bearer token' : 'none'}</td><td>${escape(r.summary)}</td><td>${r.tool ? `<code>${escape(r.tool.name)}</code>` : ''}</td></tr>`,
+        `<tr><td><code>${r.method}</code></td><td><code>${escape(r.path)}</code></td><td>${r.auth === 'bearer' ? 'bearer token' : r.auth === 'anthropic' ? 'x-api-key or bearer token' : 'none'}</td><td>${escape(r.summary)}</td><td>${r.tool ? `<code>${escape(r.tool.name)}</code>` : ''}</td></tr>`,
     )
     .join('\n');
   return `<!doctype html>

@@ -14,6 +14,20 @@ export class BearerAuth {
     this.#digests = keys.map(digest);
   }
 
+  /**
+   * Anthropic's way (CONTRACT.md, Anthropic Messages API (inbound), Auth): the key in `x-api-key`
+   * (`apiKey`, '' when absent) or as `Authorization: Bearer`.
+   */
+  acceptsEither(authorization: string, apiKey: string): boolean {
+    if (apiKey.length > 0 && apiKey.length <= 4096) {
+      const presented = digest(apiKey.trim());
+      let ok = false;
+      for (const key of this.#digests) ok = timingSafeEqual(key, presented) || ok;
+      if (ok) return true;
+    }
+    return this.accepts(authorization);
+  }
+
   /** `header` is the raw Authorization header value ('' when absent). */
   accepts(header: string): boolean {
     if (header.length < 8 || header.length > 4096) return false;

@@ -7,7 +7,8 @@ import { STATUS_CODES } from 'node:http';
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { CutBody } from './body.js';
 import { joinForNow, payloadLength, REUSED_JOIN_BYTES, type Payload } from '../../protocol/channel.js';
-import { errorBody, errorStatus, type ErrorCode } from '../../protocol/errors.js';
+import { ERRORS, errorBody, errorStatus, type ErrorCode } from '../../protocol/errors.js';
+import { gatewayError } from '../../protocol/anthropic-errors.js';
 import { SERVER_HEADER } from '../../protocol/version.js';
 import type { RoutingFacts } from '../../protocol/frames.js';
 
@@ -43,6 +44,11 @@ export interface Exchange {
   calledAt?: number;
   /** Provider routes: the overhead written in x-switchyard-overhead-ms, in ms; -1 until the headers are. */
   overheadMs?: number;
+  /**
+   * The request speaks Anthropic's API (a Messages route, or any request with `anthropic-version`):
+   * its errors are in Anthropic's shape (CONTRACT.md, Anthropic Messages API (inbound), Errors).
+   */
+  anthropic?: boolean;
 }
 
 /** spec 000, Response headers: `Server` always, `X-Request-ID` always. */
@@ -179,5 +185,11 @@ export function sendJson(ex: Exchange, status: number, value: unknown): void {
 }
 
 export function sendError(ex: Exchange, code: ErrorCode, message?: string, extra?: readonly string[], after: AfterAnswer = 'keep'): void {
-  send(ex, errorStatus(code), JSON_TYPE, errorBody(code, message), extra, after);
+  send(ex, errorStatus(code), JSON_TYPE, errorBodyFor(ex, code, message), extra, after);
+}
+
+/** The body of an error answer: the compatible envelope, or Anthropic's for a request that speaks its API. */
+export function errorBodyFor(ex: Pick<Exchange, 'anthropic' | 'requestId'>, code: ErrorCode, message?: string): string {
+  if (ex.anthropic !== true) return errorBody(code, message);
+  return gatewayError({ code, message: message ?? ERRORS[code].message }, ex.requestId).body;
 }

@@ -141,15 +141,26 @@ export function statusModel(ctx: FrontContext, ex: Exchange, req: HttpRequest): 
   if (found) sendJson(ex, 200, modelStatus(found, ctx, Date.now()));
 }
 
-/** spec 000: exactly the model_list aliases, in the compatible list format. */
+/**
+ * spec 000: exactly the model_list aliases, in the compatible list format; in Anthropic's (CONTRACT.md,
+ * Anthropic Messages API (inbound), Routes) when the request carries `anthropic-version`.
+ */
 export function models(ctx: FrontContext, ex: Exchange): void {
-  sendJson(ex, 200, { object: 'list', data: [...groupsOf(ctx.config.routing).values()].map((group) => modelObject(ctx, group)) });
+  const groups = [...groupsOf(ctx.config.routing).values()];
+  if (ex.anthropic !== true) return sendJson(ex, 200, { object: 'list', data: groups.map((group) => modelObject(ctx, group)) });
+  const data = groups.map((group) => anthropicModel(ctx, group));
+  sendJson(ex, 200, { data, has_more: false, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null });
 }
 
 /** CONTRACT.md: `GET /v1/models/{model}`, one alias as `GET /v1/models` lists it (the SDKs' `models.retrieve`). */
 export function model(ctx: FrontContext, ex: Exchange, req: HttpRequest): void {
   const found = aliasOfPath(ctx, ex, req);
-  if (found) sendJson(ex, 200, modelObject(ctx, found));
+  if (found) sendJson(ex, 200, ex.anthropic === true ? anthropicModel(ctx, found) : modelObject(ctx, found));
+}
+
+/** Anthropic's ModelInfo: the alias is its id and display name; created when the config loaded. */
+function anthropicModel(ctx: FrontContext, group: GroupSpec) {
+  return { type: 'model', id: group.name, display_name: group.name, created_at: new Date(ctx.config.loadedAt).toISOString() };
 }
 
 /** An alias's owner is its first deployment's provider. */

@@ -5,13 +5,14 @@
  * and keep-alive comments. The front never parses a body.
  */
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
-import { ERRORS, errorBody, errorStatus, type ErrorCode } from '../../protocol/errors.js';
-import type { EndFrame, FailFrame, HeadFrame, HeaderList, Operation, ReplyFrame, RouteLabels, RoutingFacts, SpanFacts, Usage } from '../../protocol/frames.js';
+import { errorBody, errorStatus, type ErrorCode } from '../../protocol/errors.js';
+import { errorEvent, errorTypeOf, PING_EVENT } from '../../protocol/anthropic-errors.js';
+import { isMessagesOperation, type EndFrame, type FailFrame, type HeadFrame, type HeaderList, type Operation, type ReplyFrame, type RouteLabels, type RoutingFacts, type SpanFacts, type Usage } from '../../protocol/frames.js';
 import { payloadLength, type Payload } from '../../protocol/channel.js';
 import type { CallHandlers } from '../supervisor/worker-pool.js';
 import { collectBody, discardBody } from './body.js';
 import type { FrontContext } from './context.js';
-import { asksToClose, JSON_TYPE, send, sendBody, writeHead, type AfterAnswer, type Exchange } from './http.js';
+import { asksToClose, errorBodyFor, JSON_TYPE, send, sendBody, writeHead, type AfterAnswer, type Exchange } from './http.js';
 import type { KeptAlive } from './keepalive.js';
 import type { Interruptible } from './lifecycle.js';
 import type { RouteSpec } from './routes.js';
@@ -32,7 +33,7 @@ export function providerHandler(ctx: FrontContext, route: RouteSpec, op: Operati
     // uWS: the request object dies when this function returns, so read every header now.
     const contentLength = req.getHeader('content-length');
     const span = ctx.tracing === null ? null : ctx.tracing.begin(req, op, route.path, requestId);
-    const call = new ProviderCall(ctx, route, res, requestId, span, asksToClose(req));
+    const call = new ProviderCall(ctx, route, res, requestId, span, asksToClose(req), isMessagesOperation(op) ? anthropicHeaders(req) : null);
     // The server has refused a malformed Content-Length (a framing error); none means chunked or empty.
     const declared = contentLength === '' ? null : Number(contentLength);
     res.onAborted(() => call.onAborted());
@@ -54,6 +55,19 @@ export function providerHandler(ctx: FrontContext, route: RouteSpec, op: Operati
       call.start(op, outcome.body);
     });
   };
+}
+
+/**
+ * The headers of a Messages request a passthrough forwards byte for byte (CONTRACT.md, Anthropic
+ * Messages API (inbound)): `anthropic-version` and `anthropic-beta`, as a flat list, only those sent.
+ */
+function anthropicHeaders(req: HttpRequest): HeaderList {
+  const out: string[] = [];
+  const version = req.getHeader('anthropic-version');
+  if (version !== '') out.push('anthropic-version', version);
+  const beta = req.getHeader('anthropic-beta');
+  if (beta !== '') out.push('anthropic-beta', beta);
+  return out;
 }
 
 /** One request to a provider route, from body to last byte; it is also the pool's handler for its frames. */
@@ -89,11 +103,15 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
    */
   #heldHead: { readonly headers: HeaderList; readonly chunks: Uint8Array[] } | null = null;
 
-  constructor(ctx: FrontContext, route: RouteSpec, res: HttpResponse, requestId: string, span: RequestSpan | null, closeAsked: boolean) {
+  /** A Messages call: the caller's anthropic-* headers (sent to the worker); null on every other route, whose errors and keepalives are the compatible ones. */
+  readonly #anthropic: HeaderList | null;
+
+  constructor(ctx: FrontContext, route: RouteSpec, res: HttpResponse, requestId: string, span: RequestSpan | null, closeAsked: boolean, anthropic: HeaderList | null) {
     this.#ctx = ctx;
     this.#route = route;
     this.#span = span;
-    this.ex = { res, requestId, aborted: false, started: false, closeAsked, routing: null, calledAt: 0, overheadMs: -1 };
+    this.#anthropic = anthropic;
+    this.ex = { res, requestId, aborted: false, started: false, closeAsked, routing: null, calledAt: 0, overheadMs: -1, anthropic: anthropic !== null };
   }
 
   start(op: Operation, body: Uint8Array): void {
@@ -101,7 +119,7 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
     // The in-flight and open-stream gauges read these counters when scraped.
     this.#ctx.counters.inFlight++;
     this.ex.calledAt = performance.now();
-    this.#id = this.#ctx.pool.call(op, this.ex.requestId, body, this, this.#span === null ? null : this.#span.context);
+    this.#id = this.#ctx.pool.call(op, this.ex.requestId, body, this, this.#span === null ? null : this.#span.context, this.#anthropic);
   }
 
   onAborted(): void {
@@ -189,7 +207,8 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
     // (a Responses API stream with its own: `error` and `response.failed`, made by the worker).
     this.#error = code;
     if (!this.ex.aborted) {
-      const event = frame.events ?? `data: ${errorBody(code, frame.message)}\n\n`;
+      // A Messages stream's failure is Anthropic's `event: error` (its sink writes it; this is for one the front ends itself).
+      const event = frame.events ?? (this.#anthropic !== null ? errorEvent(errorTypeOf(errorStatus(code)), frame.message) : `data: ${errorBody(code, frame.message)}\n\n`);
       this.#bytesOut += Buffer.byteLength(event);
       this.ex.res.cork(() => {
         this.#writeHeldHead();
@@ -201,11 +220,12 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
   }
 
   writeComment(): void {
-    if (!this.ex.aborted && !this.#paused) this.#write(KEEPALIVE_COMMENT);
+    // CONTRACT.md, Anthropic Messages API (inbound): `ping` is a Messages stream's keepalive.
+    if (!this.ex.aborted && !this.#paused) this.#write(this.#anthropic === null ? KEEPALIVE_COMMENT : PING_EVENT);
   }
 
   finishError(code: ErrorCode, message: string | undefined, after: AfterAnswer, headers?: readonly string[]): void {
-    const body = errorBody(code, message ?? ERRORS[code].message);
+    const body = errorBodyFor(this.ex, code, message);
     this.#error = code;
     this.#bytesOut = Buffer.byteLength(body);
     send(this.ex, errorStatus(code), JSON_TYPE, body, headers, after);

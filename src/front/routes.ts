@@ -9,7 +9,11 @@ import type { Operation } from '../../protocol/frames.js';
 import {
   chatRequestSchema,
   chatResponseSchema,
+  countTokensRequestSchema,
+  countTokensResponseSchema,
   embeddingsRequestSchema,
+  messageObjectSchema,
+  messagesRequestSchema,
   embeddingsResponseSchema,
   modelListSchema,
   modelSchema,
@@ -20,14 +24,21 @@ import { gatewayStatusSchema, modelStatusListSchema, modelStatusSchema } from '.
 
 export type HttpMethod = 'GET' | 'POST';
 
-/** `bearer`: spec 000 Authentication (plus POST /v1/embeddings, CONTRACT.md). */
-export type RouteAuth = 'bearer' | 'none';
+/**
+ * `bearer`: spec 000 Authentication (plus POST /v1/embeddings, CONTRACT.md). `anthropic`: a gateway
+ * key in `x-api-key` or `Authorization: Bearer`, refused in Anthropic's error shape (CONTRACT.md,
+ * Anthropic Messages API (inbound), Auth); a `bearer` route takes the same from a request that
+ * carries `anthropic-version`.
+ */
+export type RouteAuth = 'bearer' | 'anthropic' | 'none';
 
 /** What serves the route. `provider` routes go to the worker pool; the rest are answered on the front thread. */
 export type RouteKind =
   | 'chat'
   | 'embeddings'
   | 'responses'
+  | 'messages'
+  | 'count_tokens'
   | 'models'
   | 'model'
   | 'live'
@@ -125,6 +136,42 @@ export const ROUTES: readonly RouteSpec[] = [
     },
   },
   {
+    method: 'POST',
+    path: '/v1/messages',
+    auth: 'anthropic',
+    kind: 'messages',
+    summary: "Anthropic Messages API: passed through to anthropic deployments and Bedrock's Claude, otherwise run through chat; Anthropic's SSE events when stream is true",
+    tool: {
+      name: 'create_message',
+      description:
+        "Sends an Anthropic Messages request (messages, system, max_tokens, tools, tool_choice, thinking…) to the model a configured alias routes to, and returns an Anthropic Message (or its SSE event stream with stream: true). Errors are in Anthropic's shape. A query string (?beta=true) is ignored.",
+      scopes: ['messages:create'],
+      effect: 'write',
+      idempotent: false,
+      enqueuesJob: false,
+      input: messagesRequestSchema,
+      output: messageObjectSchema,
+    },
+  },
+  {
+    method: 'POST',
+    path: '/v1/messages/count_tokens',
+    auth: 'anthropic',
+    kind: 'count_tokens',
+    summary: "Input tokens of a Messages request: an anthropic deployment's own count, otherwise a local o200k estimate",
+    tool: {
+      name: 'count_message_tokens',
+      description:
+        "Counts the input tokens of an Anthropic Messages request (system, messages, tools) for the model a configured alias routes to: an anthropic deployment's own count_tokens, otherwise an estimate with the o200k BPE tokenizer plus a small overhead per message.",
+      scopes: ['messages:create'],
+      effect: 'read',
+      idempotent: true,
+      enqueuesJob: false,
+      input: countTokensRequestSchema,
+      output: countTokensResponseSchema,
+    },
+  },
+  {
     method: 'GET',
     path: '/v1/models',
     auth: 'bearer',
@@ -176,7 +223,7 @@ export const ROUTES: readonly RouteSpec[] = [
 
 /** The route kinds a worker serves: each is the provider operation of the same name. */
 export function isProviderKind(kind: RouteKind): kind is Operation {
-  return kind === 'chat' || kind === 'embeddings' || kind === 'responses';
+  return kind === 'chat' || kind === 'embeddings' || kind === 'responses' || kind === 'messages' || kind === 'count_tokens';
 }
 
 /** `/status/models/{model}` → `/status/models/:model`, the uWS pattern syntax. */

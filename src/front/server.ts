@@ -22,6 +22,8 @@ type Handler = (res: HttpResponse, req: HttpRequest, requestId: string) => void;
 export const UWS_NATIVE: boolean = typeof (uws as unknown as { getParts?: unknown }).getParts === 'function';
 
 const WWW_AUTHENTICATE = ['www-authenticate', 'Bearer'] as const;
+/** A request speaking Anthropic's API may send its key either way. */
+const ANTHROPIC_KEY_MESSAGE = 'invalid or missing API key: send a gateway key in x-api-key or Authorization: Bearer';
 
 export function buildApp(ctx: FrontContext): TemplatedApp {
   const app = uws.App();
@@ -29,20 +31,28 @@ export function buildApp(ctx: FrontContext): TemplatedApp {
     const routes = new Map<string, { route: RouteSpec; handler: Handler }>();
     for (const route of ROUTES) if (route.path === path) routes.set(route.method, { route, handler: handlerFor(ctx, route) });
     const allow = ['allow', methods.join(', ')] as const;
+    // A Messages path answers every error in Anthropic's shape; any other, a request that carries anthropic-version.
+    const anthropicPath = ROUTES.some((route) => route.path === path && route.auth === 'anthropic');
     app.any(uwsPattern(path), (res, req) => {
       const requestId = requestIdFrom(req.getHeader('x-request-id'));
-      if (refusedHeaders(res, req, requestId)) return;
+      const anthropic = anthropicPath || req.getHeader('anthropic-version') !== '';
+      if (refusedHeaders(res, req, requestId, anthropic)) return;
       const entry = routes.get(req.getCaseSensitiveMethod());
       if (!entry) {
-        refuse(res, req, requestId, 'method_not_allowed', allow);
+        refuse(res, req, requestId, 'method_not_allowed', allow, false, undefined, anthropic);
         return;
       }
       if (!ctx.lifecycle.accepting && entry.route.kind !== 'live') {
         // Draining and the listen socket is closed: this came on a kept-alive connection; close it.
-        refuse(res, req, requestId, 'shutting_down', undefined, true);
+        refuse(res, req, requestId, 'shutting_down', undefined, true, undefined, anthropic);
         return;
       }
-      if (entry.route.auth === 'bearer' && !ctx.auth.accepts(req.getHeader('authorization'))) {
+      const auth = entry.route.auth;
+      // CONTRACT.md, Anthropic Messages API (inbound), Auth: x-api-key or a bearer token, on the Messages
+      // routes and on any request carrying anthropic-version (which the Anthropic SDKs always send).
+      const refused =
+        auth === 'none' ? false : anthropic ? !ctx.auth.acceptsEither(req.getHeader('authorization'), req.getHeader('x-api-key')) : !ctx.auth.accepts(req.getHeader('authorization'));
+      if (refused) {
         // spec 000, Authentication: missing or invalid bearer token → 401.
         if (isProviderKind(entry.route.kind)) {
           ctx.counters.record(401);
@@ -50,7 +60,7 @@ export function buildApp(ctx: FrontContext): TemplatedApp {
           if (ctx.tracing !== null) ctx.tracing.begin(req, entry.route.kind, entry.route.path, requestId).end(refusal(401, 'invalid_api_key'));
         }
         ctx.metrics.requests.inc({ route: entry.route.path, model: 'unrouted', provider: 'none', status: '401' });
-        refuse(res, req, requestId, 'invalid_api_key', WWW_AUTHENTICATE);
+        refuse(res, req, requestId, 'invalid_api_key', WWW_AUTHENTICATE, false, anthropic ? ANTHROPIC_KEY_MESSAGE : undefined, anthropic);
         return;
       }
       entry.handler(res, req, requestId);
@@ -58,7 +68,8 @@ export function buildApp(ctx: FrontContext): TemplatedApp {
   }
   app.any('/*', (res, req) => {
     const requestId = requestIdFrom(req.getHeader('x-request-id'));
-    if (!refusedHeaders(res, req, requestId)) refuse(res, req, requestId, 'route_not_found');
+    const anthropic = req.getHeader('anthropic-version') !== '';
+    if (!refusedHeaders(res, req, requestId, anthropic)) refuse(res, req, requestId, 'route_not_found', undefined, false, undefined, anthropic);
   });
   return app;
 }
@@ -69,12 +80,12 @@ export function buildApp(ctx: FrontContext): TemplatedApp {
  * answers 431 itself; two Authorization headers make "which one counts" a
  * guess; framing errors are smuggling vectors. True when it answered.
  */
-function refusedHeaders(res: HttpResponse, req: HttpRequest, requestId: string): boolean {
+function refusedHeaders(res: HttpResponse, req: HttpRequest, requestId: string, anthropic: boolean): boolean {
   const problem = headerProblem(req);
   if (problem === null) return false;
-  if (problem === 'too_large') refuse(res, req, requestId, 'headers_too_large', undefined, true);
-  else if (problem === 'two_authorizations') refuse(res, req, requestId, 'invalid_request', undefined, true, 'the Authorization header appears more than once');
-  else refuseFraming(res, requestId, problem.framing);
+  if (problem === 'too_large') refuse(res, req, requestId, 'headers_too_large', undefined, true, undefined, anthropic);
+  else if (problem === 'two_authorizations') refuse(res, req, requestId, 'invalid_request', undefined, true, 'the Authorization header appears more than once', anthropic);
+  else refuseFraming(res, requestId, problem.framing, anthropic);
   return true;
 }
 
@@ -93,10 +104,11 @@ function refuse(
   extra?: readonly string[],
   close = false,
   message?: string,
+  anthropic = false,
 ): void {
   const length = req.getHeader('content-length');
   const bodyPending = (length !== '' && length !== '0') || req.getHeader('transfer-encoding') !== '';
-  const ex: Exchange = { res, requestId, aborted: false, started: false, closeAsked: asksToClose(req) };
+  const ex: Exchange = { res, requestId, aborted: false, started: false, closeAsked: asksToClose(req), anthropic };
   const after = close ? 'close' : 'keep';
   if (!bodyPending) {
     sendError(ex, code, message, extra, after);
@@ -158,8 +170,8 @@ function headerProblem(req: HttpRequest): HeaderProblem | null {
  * arrives while an answer is pending makes uWS close the connection before
  * parsing it, so the 400 goes out only when nothing followed in time.
  */
-function refuseFraming(res: HttpResponse, requestId: string, message: string): void {
-  const ex: Exchange = { res, requestId, aborted: false, started: false };
+function refuseFraming(res: HttpResponse, requestId: string, message: string, anthropic: boolean): void {
+  const ex: Exchange = { res, requestId, aborted: false, started: false, anthropic };
   res.onAborted(() => (ex.aborted = true));
   setImmediate(() => sendError(ex, 'invalid_request', message, undefined, 'close'));
 }
@@ -168,7 +180,8 @@ function handlerFor(ctx: FrontContext, route: RouteSpec): Handler {
   if (isProviderKind(route.kind)) return providerHandler(ctx, route, route.kind);
   const serve = operational(ctx, route.kind);
   return (res, req, requestId) => {
-    const ex: Exchange = { res, requestId, aborted: false, started: false, onSent: (status) => ctx.metrics.requests.inc({ route: route.path, model: 'none', provider: 'none', status: String(status) }) };
+    const onSent = (status: number) => ctx.metrics.requests.inc({ route: route.path, model: 'none', provider: 'none', status: String(status) });
+    const ex: Exchange = { res, requestId, aborted: false, started: false, onSent, anthropic: req.getHeader('anthropic-version') !== '' };
     serve(ex, req, res);
   };
 }

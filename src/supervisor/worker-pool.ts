@@ -21,10 +21,12 @@ import {
   PROTOCOL_VERSION,
   type AttachTask,
   type AwsChainStateFrame,
+  type CallFrame,
   type EndFrame,
   type FailFrame,
   type FromWorker,
   type HeadFrame,
+  type HeaderList,
   type NoticeFrame,
   type Operation,
   type PongFrame,
@@ -227,12 +229,14 @@ export class WorkerPool {
    * Starts a call. A worker's copy of the body is made before this returns; in-thread the body itself is handed
    * over and must not be reused. `trace`: the call's trace context, only when tracing is on.
    */
-  call(op: Operation, requestId: string, body: Uint8Array, handlers: CallHandlers, trace: TraceContext | null): number {
+  call(op: Operation, requestId: string, body: Uint8Array, handlers: CallHandlers, trace: TraceContext | null, headers: HeaderList | null = null): number {
     const slot = this.#leastBusy();
     const id = this.#nextId++;
     slot.inFlight++;
     this.#pending.set(id, { slot, handlers });
-    slot.port.lend(trace === null ? { t: 'call', id, op, requestId } : { t: 'call', id, op, requestId, trace }, body);
+    // Only what the call has: a chat call's frame is as it was (no trace, no headers).
+    const frame: CallFrame = trace === null ? { t: 'call', id, op, requestId } : { t: 'call', id, op, requestId, trace };
+    slot.port.lend(headers === null ? frame : { ...frame, headers }, body);
     return id;
   }
 

@@ -21,6 +21,15 @@ beforeEach(() => up.reset());
 const WEATHER = { name: 'get_weather', description: 'Weather in a city', input_schema: { type: 'object' as const, properties: { location: { type: 'string' } }, required: ['location'] } };
 
 describe('the fake Anthropic API, read by @anthropic-ai/sdk', () => {
+  it('messages.countTokens: its own count at /v1/messages/count_tokens; a wrong key 401 and a wrong path 404, as the real service', async () => {
+    expect(await client.messages.countTokens({ model: 'claude-fake-1', system: 'Be brief.', messages: [{ role: 'user', content: 'Hello there, world' }] })).toEqual({ input_tokens: 5 });
+    expect(up.counts()[0]!.headers['anthropic-version']).toBe('2023-06-01');
+    const wrong = new Anthropic({ apiKey: 'sk-ant-wrong', baseURL: up.url, maxRetries: 0 });
+    await expect(wrong.messages.countTokens({ model: 'claude-fake-1', messages: [{ role: 'user', content: 'x' }] })).rejects.toBeInstanceOf(Anthropic.AuthenticationError);
+    await expect(client.post('/v1/messages/count_token', { body: {} })).rejects.toBeInstanceOf(Anthropic.NotFoundError);
+    await expect(client.get('/v1/messages')).rejects.toBeInstanceOf(Anthropic.NotFoundError);
+  });
+
   it('messages.create: a text answer with its usage, stop reason, request id and rate-limit headers', async () => {
     const { data, response, request_id } = await client.messages.create({ model: 'claude-fake-1', max_tokens: 100, messages: [{ role: 'user', content: 'Hi there' }] }).withResponse();
     expect(data.content).toEqual([{ type: 'text', text: 'Hello! You said: Hi there' }]);

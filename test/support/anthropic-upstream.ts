@@ -14,6 +14,10 @@
  * - errors as `{"type":"error","error":{"type","message"},"request_id"}`,
  *   529 `overloaded_error`, an in-stream `event: error`;
  * - `anthropic-ratelimit-*`, `retry-after` and `request-id` headers;
+ * - `POST /v1/messages/count_tokens`: `{"input_tokens": N}`, N the count
+ *   of the body's words and tool names (a stand-in for Anthropic's own
+ *   tokenizer, so a test can tell its count from the gateway's estimate),
+ *   refusing what Anthropic refuses there (`max_tokens` is not a field of it);
  * - `GET /v1/models`: the model list (the free probe).
  */
 import type { ServerResponse } from 'node:http';
@@ -51,6 +55,8 @@ export interface AnthropicUpstream extends FakeServer {
   script(...replies: AnthropicReply[]): void;
   /** The message requests received. */
   messages(): FakeRequest[];
+  /** The count_tokens requests received. */
+  counts(): FakeRequest[];
   reset(): void;
 }
 
@@ -70,6 +76,15 @@ export async function startAnthropicUpstream(key = ANTHROPIC_KEY): Promise<Anthr
     if (typeof req.headers['anthropic-version'] !== 'string') return anthropicError(res, 400, 'invalid_request_error', 'anthropic-version: header is required', headers);
     if (req.method === 'GET' && req.path === '/v1/models') {
       return sendJson(res, 200, { data: [{ type: 'model', id: 'claude-fake-1', display_name: 'Claude Sonnet 4.5', created_at: '2025-09-29T00:00:00Z' }], has_more: false, first_id: 'claude-fake-1', last_id: 'claude-fake-1' }, headers);
+    }
+    if (req.method === 'POST' && req.path === '/v1/messages/count_tokens') {
+      const { max_tokens: _max, ...rest } = req.body;
+      if (_max !== undefined) return anthropicError(res, 400, 'invalid_request_error', 'max_tokens: Extra inputs are not permitted', headers);
+      const problem = requestProblem({ ...rest, max_tokens: 1 });
+      if (problem !== null) return anthropicError(res, 400, 'invalid_request_error', problem, headers);
+      const counted = queue[0]?.kind === 'error' ? (queue.shift() as Extract<AnthropicReply, { kind: 'error' }>) : null;
+      if (counted !== null) return anthropicError(res, counted.status, counted.type, counted.message, { ...headers, ...counted.headers });
+      return sendJson(res, 200, { input_tokens: fakeTokenCount(rest) }, headers);
     }
     if (req.method !== 'POST' || req.path !== '/v1/messages') return anthropicError(res, 404, 'not_found_error', `Not Found: ${req.method} ${req.path}`, headers);
     const problem = requestProblem(req.body);
@@ -105,11 +120,20 @@ export async function startAnthropicUpstream(key = ANTHROPIC_KEY): Promise<Anthr
     url: server.origin,
     script: (...replies) => void queue.push(...replies),
     messages: () => server.received.filter((r) => r.path === '/v1/messages'),
+    counts: () => server.received.filter((r) => r.path === '/v1/messages/count_tokens'),
     reset() {
       queue.length = 0;
       server.received.length = 0;
     },
   };
+}
+
+/** The fake's token count: the words of every string in the body (Anthropic's own tokenizer is not public). */
+export function fakeTokenCount(body: unknown): number {
+  if (typeof body === 'string') return body.split(/\s+/).filter(Boolean).length;
+  if (Array.isArray(body)) return body.reduce((n: number, v) => n + fakeTokenCount(v), 0);
+  if (isRecord(body)) return Object.entries(body).reduce((n, [k, v]) => n + (k === 'model' || k === 'type' || k === 'role' ? 0 : fakeTokenCount(v)), 0);
+  return 0;
 }
 
 function defaultReply(body: Record<string, unknown>): AnthropicReply {

@@ -18,6 +18,11 @@ export interface ProviderCall {
   readonly upstream: Upstream;
   /** The request body with `model` already rewritten to the upstream id. */
   readonly body: Record<string, unknown>;
+  /**
+   * The caller's headers a passthrough forwards (a Messages call's `anthropic-version` and
+   * `anthropic-beta`, as a flat list); empty for every other call.
+   */
+  readonly headers: HeaderList;
   readonly stream: boolean;
   readonly requestId: string;
   /** limits.max_response_body_bytes of the config the call started with. */
@@ -74,4 +79,11 @@ export interface ProbeRequest {
 export interface Provider extends ProviderAdapter {
   /** The probe request for a route of this provider (a promise when it must be signed); null when it has nothing to reach (mock). */
   probe(target: ProbeTarget): ProbeRequest | null | Promise<ProbeRequest | null>;
+  /**
+   * Whether the deployment takes Anthropic's Messages API as it is (CONTRACT.md, Anthropic Messages
+   * API (inbound): anthropic, and bedrock for a model id with `anthropic.`): the adapter then serves
+   * the `messages` operation itself, a passthrough; absent or false, a Messages call reaches it
+   * translated to chat (workers/inbound/messages/).
+   */
+  speaksMessages?(upstream: Upstream): boolean;
 }

@@ -57,6 +57,12 @@ export interface HttpDialect {
   readonly streamContentType?: string;
   /** A 5xx body is read (bounded) so the log can say what the provider said; otherwise it is dropped unread. */
   readonly readsServerErrors: boolean;
+  /**
+   * Anthropic's 529 (overloaded) is kept whole, so that it reaches the caller as 529 when it is the
+   * last failure (CONTRACT.md, Anthropic Messages API (inbound): "Anthropic's 529 as 529"); still
+   * transient (retried, cooled). Only a passthrough sets it: a translated answer is a 502.
+   */
+  readonly passesOverloaded?: boolean;
 }
 
 /** A provider 4xx as the compatible error object, with what the body says about how the attempt failed. */
@@ -173,6 +179,13 @@ function clientFailure(status: number, passHeaders: HeaderList, raw: IncomingHtt
 /** A 5xx (or 408, or 1xx) answer: transient. The caller gets the gateway's message; the provider's, redacted, is kept for the log. */
 async function serverFailure(dialect: HttpDialect, exchange: UpstreamExchange, status: number, passHeaders: HeaderList, raw: IncomingHttpHeaders): Promise<AttemptFailure> {
   const failure = providerFailure(status, passHeaders, retryAfterMs(raw), '', null);
+  if (status === OVERLOADED && dialect.passesOverloaded === true) {
+    const body = await exchange.body.catch(() => null);
+    if (body !== null) {
+      const answer = { status, contentType: 'application/json', headers: passHeaders, body: joinForNow(body).slice() };
+      return new AttemptFailure(failure.kind, failure.code, failure.message, status, passHeaders, answer, failure.retryAfterMs);
+    }
+  }
   if (!dialect.readsServerErrors) return failure;
   const body = await exchange.body.catch(() => null);
   if (body === null || body.length === 0) return failure;
@@ -180,6 +193,9 @@ async function serverFailure(dialect: HttpDialect, exchange: UpstreamExchange, s
   const detail = redactKeys(utf8Text(bytes, 0, Math.min(bytes.length, SERVER_ERROR_DETAIL_BYTES)));
   return new AttemptFailure(failure.kind, failure.code, failure.message, status, passHeaders, null, failure.retryAfterMs, detail);
 }
+
+/** Anthropic's "overloaded" status. */
+const OVERLOADED = 529;
 
 /** A stream request's success answer (relayed as it comes; anything else is collected), unless the dialect names another. */
 const SSE_CONTENT_TYPE = 'text/event-stream';

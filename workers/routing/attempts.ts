@@ -73,8 +73,11 @@ export interface RoutedRequest {
   readonly op: Operation;
   /** The parsed body: its `model` is set to each attempt's upstream id. */
   readonly body: Record<string, unknown>;
-  /** What to send a deployment instead, when the operation decides it per deployment (the Responses API); null: `op` and `body`. */
-  readonly prepare: ((upstream: Upstream) => { op: Operation; body: Record<string, unknown> }) | null;
+  /**
+   * What to send a deployment instead, when the operation decides it per deployment (the Responses
+   * and Messages APIs), with the caller's headers a passthrough forwards; null: `op` and `body`.
+   */
+  readonly prepare: ((upstream: Upstream) => { op: Operation; body: Record<string, unknown>; headers?: HeaderList }) | null;
   readonly stream: boolean;
   readonly requestId: string;
   readonly maxResponseBytes: number;
@@ -193,6 +196,7 @@ class RoutedCall implements GateOwner {
       op: sent.op,
       upstream: deployment.upstream,
       body: sent.body,
+      headers: sent.headers ?? NO_HEADERS,
       stream: request.stream,
       requestId: request.requestId,
       maxResponseBytes: request.maxResponseBytes,
@@ -260,7 +264,7 @@ class RoutedCall implements GateOwner {
   }
 
   /** The operation and body for `deployment`; what `prepare` threw (a parameter its API cannot carry) is the attempt's failure, thrown in its try. */
-  #prepare(deployment: Deployment): { op: Operation; body: Record<string, unknown>; error: unknown } {
+  #prepare(deployment: Deployment): { op: Operation; body: Record<string, unknown>; headers?: HeaderList; error: unknown } {
     const request = this.#request;
     if (request.prepare === null) {
       request.body.model = deployment.upstream.upstreamModel;

@@ -1,7 +1,7 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { describe, expect, it } from 'vitest';
 import { ERRORS, type ErrorCode } from '../../../protocol/errors.js';
-import { errorBody, errorEvent, errorTypeOf, fromCompatibleError, gatewayError } from './errors.js';
+import { errorBody, errorEvent, errorTypeOf, fromCompatibleError, gatewayError } from '../../../protocol/anthropic-errors.js';
 import { parseSse, sdkAnswering } from './golden.js';
 
 /** CONTRACT.md, Anthropic Messages API (inbound), Errors: the type by status. */

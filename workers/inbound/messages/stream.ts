@@ -30,7 +30,7 @@
  */
 import type { ErrorCode } from '../../../protocol/errors.js';
 import type { Usage } from '../../../protocol/frames.js';
-import { errorEvent, errorTypeOf, statusOfCode } from './errors.js';
+import { errorEvent, errorTypeOf, PING_EVENT, statusOfCode } from '../../../protocol/anthropic-errors.js';
 import { messageIdOf, toAnthropicToolId, type IdSource } from './ids.js';
 import { reasoningOf, stopOf, usageOf, type MessageUsage } from './reply.js';
 
@@ -38,8 +38,8 @@ type Json = Record<string, unknown>;
 
 const isRecord = (v: unknown): v is Json => v !== null && typeof v === 'object' && !Array.isArray(v);
 
-/** The keepalive Anthropic sends (its own spelling, with the space), for the session's idle timer. */
-export const PING_EVENT = 'event: ping\ndata: {"type": "ping"}\n\n';
+/** The keepalive Anthropic sends (its own spelling, with the space): the front writes it on the Messages routes. */
+export { PING_EVENT };
 
 /** The keepalive event (CONTRACT.md: `ping` as the keepalive). */
 export const ping = (): string => PING_EVENT;

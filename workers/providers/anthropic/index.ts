@@ -18,6 +18,7 @@ import { anthropicError, anthropicHeaders } from './errors.js';
 import { toMessagesRequest } from './request.js';
 import { toChatCompletion } from './response.js';
 import { MessagesStreamTranslator } from './stream.js';
+import { passthroughDialect } from './passthrough.js';
 
 const encoder = new TextEncoder();
 
@@ -51,7 +52,9 @@ const dialect: HttpDialect = {
 };
 
 export const anthropicProvider: Provider = {
-  call: (call, sink) => httpAttempt(dialect, call, sink),
+  // Messages and count_tokens pass through (passthrough.ts); chat is translated to Messages.
+  call: (call, sink) => httpAttempt(call.op === 'messages' || call.op === 'count_tokens' ? passthroughDialect : dialect, call, sink),
+  speaksMessages: () => true,
   // The model list (GET /v1/models): free, and it checks the key.
   probe(target) {
     const headers: Record<string, string> = { accept: 'application/json' };

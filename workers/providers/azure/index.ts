@@ -33,6 +33,8 @@ const dialect: HttpDialect = {
   request(call, headers) {
     // A Responses API call reaches azure translated to chat (its config.ts: no pass-through yet).
     if (call.op === 'responses') throw new GatewayError('unsupported_operation', 'the azure provider does not pass the Responses API through');
+    // Anthropic's Messages reach azure translated to chat (workers/inbound/messages/).
+    if (call.op === 'messages' || call.op === 'count_tokens') throw new GatewayError('unsupported_operation', 'the azure provider does not speak the Messages API');
     apiKey(headers, call.upstream);
     const path = `/openai/deployments/${pathSegment(call.upstream.upstreamModel)}/${OPERATIONS[call.op]}?api-version=${apiVersion(call.upstream)}`;
     return { path, body: JSON.stringify(call.body) };

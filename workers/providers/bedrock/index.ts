@@ -32,6 +32,7 @@ import { bedrockError, errorTypeOf } from './errors.js';
 import { toConverseRequest } from './request.js';
 import { toChatCompletion } from './response.js';
 import { ConverseStreamTranslator } from './stream.js';
+import { isAnthropicModel, passthroughDialect } from './passthrough.js';
 
 const encoder = new TextEncoder();
 const NO_QUERY: Readonly<Record<string, string>> = {};
@@ -168,8 +169,19 @@ function unexpected(): never {
   throw new GatewayError('internal_error', 'an embeddings call answered as a stream');
 }
 
+/** Anthropic's Messages to a Claude model, through InvokeModel (passthrough.ts). */
+const messages = passthroughDialect(converse, invoke);
+
 export const bedrockProvider: Provider = {
-  call: (call, sink) => (call.op === 'embeddings' ? embeddings(call, sink) : httpAttempt(converse, call, sink)),
+  call(call, sink) {
+    if (call.op === 'embeddings') return embeddings(call, sink);
+    if (call.op === 'messages') {
+      if (!isAnthropicModel(call.upstream.upstreamModel)) throw new GatewayError('unsupported_operation', `${call.upstream.upstreamModel} is not an Anthropic model: Messages reach it through Converse`);
+      return httpAttempt(messages, call, sink);
+    }
+    return httpAttempt(converse, call, sink);
+  },
+  speaksMessages: (upstream) => isAnthropicModel(upstream.upstreamModel),
   /**
    * The free probe: ListAsyncInvokes (`GET /async-invoke?maxResults=1`), the one list of
    * bedrock-runtime: it bills nothing and checks the endpoint, the signature and the clock

@@ -44,7 +44,7 @@ const inputCount = (call: ProviderCall): number => (Array.isArray(call.body.inpu
 const dialect: HttpDialect = {
   request(call, headers) {
     // A Responses API call reaches gemini translated to chat (workers/inbound/responses/).
-    if (call.op === 'responses') throw new GatewayError('unsupported_operation', 'the gemini provider takes chat completions and embeddings only');
+    if (call.op === 'responses' || call.op === 'messages' || call.op === 'count_tokens') throw new GatewayError('unsupported_operation', 'the gemini provider takes chat completions and embeddings only');
     const model = call.upstream.upstreamModel;
     const at = `/v1beta/models/${pathSegment(model)}`;
     const body = call.op === 'embeddings' ? toBatchEmbedRequest(call.body, model) : toGenerateContentRequest(call.body, { dropParams: call.upstream.dropParams });

@@ -6,6 +6,7 @@
  * (openai/stream.ts). Credentials: `Authorization: Bearer`.
  */
 import { providerKey, type Credentials } from '../../../protocol/config.js';
+import { GatewayError } from '../../../protocol/errors.js';
 import { allowlistedHeaders } from '../../rate-limit-headers.js';
 import { checkCompatible, looksLikeJson } from '../../response-body.js';
 import type { Provider } from '../adapter.js';
@@ -23,6 +24,8 @@ function bearer(headers: Record<string, string>, credentials: Credentials): void
 
 const dialect: HttpDialect = {
   request(call, headers) {
+    // Anthropic's Messages reach an OpenAI-compatible upstream translated to chat (workers/inbound/messages/).
+    if (call.op === 'messages' || call.op === 'count_tokens') throw new GatewayError('unsupported_operation', 'the openai provider does not speak the Messages API');
     bearer(headers, call.upstream.credentials);
     return { path: PATHS[call.op], body: JSON.stringify(call.body) };
   },

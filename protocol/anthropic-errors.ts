@@ -1,5 +1,6 @@
 /**
- * Errors in Anthropic's shape (CONTRACT.md, Anthropic Messages API
+ * Anthropic's wire shapes that both threads write: errors and the stream's
+ * keepalive. Errors in Anthropic's shape (CONTRACT.md, Anthropic Messages API
  * (inbound): every error, the type by status). The Anthropic SDKs pick their
  * error class by status and Claude Code its retries by `error.type`, so an
  * error in the compatible envelope is as good as none to them.
@@ -17,7 +18,7 @@
  * | other 5xx | `api_error` |
  * | other 4xx (405, 408, 409, 422, 431, …) | `invalid_request_error` (the contract is silent; the caller's request was at fault) |
  */
-import { errorStatus, isErrorCode } from '../../../protocol/errors.js';
+import { errorStatus, isErrorCode } from './errors.js';
 
 export type AnthropicErrorType =
   | 'invalid_request_error'
@@ -107,3 +108,9 @@ export function fromCompatibleError(status: number, text: string, requestId: str
 export function errorEvent(type: AnthropicErrorType, message: string): string {
   return `event: error\ndata: ${JSON.stringify({ type: 'error', error: { type, message } })}\n\n`;
 }
+
+/**
+ * The keepalive Anthropic sends in a stream (its own spelling, with the space): the front writes it
+ * instead of the SSE comment on the Messages routes (CONTRACT.md: `ping` as the keepalive).
+ */
+export const PING_EVENT = 'event: ping\ndata: {"type": "ping"}\n\n';
