@@ -384,7 +384,9 @@ class RoutedCall implements GateOwner {
     await this.#sleep(ms);
     const waited = performance.now() - started;
     this.#waitedMs += waited;
-    this.#waitBeforeAttempt = { ms: waited, reason };
+    // Waits before one attempt add up: a timer may fire a millisecond before the wall clock reaches the back-off's end,
+    // and the loop then waits out that millisecond too.
+    this.#waitBeforeAttempt = { ms: (this.#waitBeforeAttempt?.ms ?? 0) + waited, reason };
     this.#backoff = { ms: (this.#backoff?.ms ?? 0) + waited, reason };
   }
 
