@@ -36,7 +36,7 @@ const dialect: HttpDialect = {
     // A Responses API call reaches anthropic translated to chat (workers/inbound/responses/).
     if (call.op !== 'chat') throw new GatewayError('unsupported_operation', 'the anthropic provider takes chat completions only');
     credentials(headers, call.upstream);
-    const request = toMessagesRequest(call.body, { model: call.upstream.upstreamModel, dropParams: call.upstream.dropParams });
+    const request = toMessagesRequest(call.body, { model: call.upstream.upstreamModel, dropParams: call.upstream.dropParams, droppable: call.droppable });
     return { path: '/v1/messages', body: JSON.stringify(request) };
   },
   headers: (raw) => anthropicHeaders(raw),
