@@ -11,12 +11,24 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { AZURE_KEY, startAzureUpstream, type AzureUpstream } from './support/azure-upstream.js';
-import { AWS_KEYS, startBedrockUpstream, type BedrockUpstream } from './support/bedrock-upstream.js';
+import { AWS_KEYS, BEDROCK_ANTHROPIC_VERSION, startBedrockUpstream, type BedrockUpstream } from './support/bedrock-upstream.js';
 import { GEMINI_KEY, startGeminiUpstream, type GeminiUpstream } from './support/gemini-upstream.js';
 import { TEST_KEY, startTestGateway, type TestGateway } from './support/gateway.js';
 
 const TOOL_ID = /^[a-zA-Z0-9_-]+$/;
 const CONVERSE_MODEL = 'amazon.nova-lite-v1:0';
+const CLAUDE_MODEL = 'us.anthropic.claude-sonnet-4-v1:0';
+type ApiError = InstanceType<typeof Anthropic.APIError>;
+
+/** A streamed Messages call read raw: the status and the SSE text as the client got it. */
+async function rawStream(model: string, body: Record<string, unknown> = {}): Promise<{ status: number; text: string }> {
+  const res = await fetch(`${gw.url}/v1/messages`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-api-key': TEST_KEY, 'anthropic-version': '2023-06-01' },
+    body: JSON.stringify({ model, max_tokens: 64, stream: true, messages: [{ role: 'user', content: 'hi' }], ...body }),
+  });
+  return { status: res.status, text: await res.text() };
+}
 
 let gemini: GeminiUpstream;
 let bedrock: BedrockUpstream;
@@ -38,6 +50,8 @@ model_list:
     params: { model: bedrock/${CONVERSE_MODEL}, api_base: ${bedrock.url}, aws_access_key_id: ${AWS_KEYS.accessKeyId}, aws_secret_access_key: os.environ/BEDROCK_SECRET, aws_region_name: us-east-1 }
   - model_name: azure-gpt
     params: { model: azure/gpt-4o-deploy, api_base: ${azure.url}, api_key: ${AZURE_KEY} }
+  - model_name: bedrock-claude
+    params: { model: bedrock/${CLAUDE_MODEL}, api_base: ${bedrock.url}, aws_access_key_id: ${AWS_KEYS.accessKeyId}, aws_secret_access_key: os.environ/BEDROCK_SECRET, aws_region_name: us-east-1 }
 router_settings: { num_retries: 0 }
 `,
   });
@@ -170,5 +184,77 @@ describe('a two-turn tool round trip through each translating provider', () => {
       { role: 'assistant', content: 'Checking.', tool_calls: [{ id: 'call_oslo', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Oslo"}' } }] },
       { role: 'tool', tool_call_id: 'call_oslo', content: '3 C' },
     ]);
+  });
+});
+
+describe('passed through to Bedrock\'s Claude (InvokeModel, SigV4 verified by the fake)', () => {
+  it('a reply: the InvokeModel body is the caller\'s without model and stream, with anthropic_version; the Message as Bedrock sent it', async () => {
+    const message = await client.messages.create({ model: 'bedrock-claude', max_tokens: 32, system: 'Be brief.', top_k: 3, messages: [{ role: 'user', content: 'Hello' }] });
+    expect(message).toEqual({ id: expect.stringMatching(/^msg_bdrk_/), type: 'message', role: 'assistant', model: 'claude-sonnet-4', content: [{ type: 'text', text: 'Hello! You said: Hello' }], stop_reason: 'end_turn', stop_sequence: null, usage: { input_tokens: 12, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 6 } });
+    const [sent] = bedrock.invocations();
+    expect(sent!.path).toBe(`/model/${encodeURIComponent(CLAUDE_MODEL)}/invoke`);
+    expect(sent!.modelId).toBe(CLAUDE_MODEL);
+    expect(sent!.raw.toString()).toBe(JSON.stringify({ anthropic_version: BEDROCK_ANTHROPIC_VERSION, max_tokens: 32, system: 'Be brief.', top_k: 3, messages: [{ role: 'user', content: 'Hello' }] }));
+    expect(String(sent!.headers.authorization)).toMatch(/^AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE\/\d{8}\/us-east-1\/bedrock\/aws4_request, SignedHeaders=\S+, Signature=[0-9a-f]{64}$/);
+    expect(sent!.headers['anthropic-version']).toBeUndefined();
+    expect(bedrock.refused).toEqual([]);
+  });
+
+  it('a stream with a tool_use: finalMessage has its whole input; every event goes on as Bedrock\'s chunk carried it (invocation metrics included)', async () => {
+    bedrock.scriptClaude({ kind: 'message', content: [{ type: 'text', text: 'Let me check.' }, { type: 'tool_use', id: 'toolu_bdrk_01', name: 'get_weather', input: { city: 'Paris', unit: 'celsius' } }], usage: { input_tokens: 30, output_tokens: 20 }, intervalMs: 1 });
+    const final = await client.messages.stream({ model: 'bedrock-claude', max_tokens: 64, tools: [weather], messages: [{ role: 'user', content: 'Weather in Paris' }] }).finalMessage();
+    expect(final.stop_reason).toBe('tool_use');
+    expect(final.content).toEqual([
+      { type: 'text', text: 'Let me check.' },
+      { type: 'tool_use', id: 'toolu_bdrk_01', name: 'get_weather', input: { city: 'Paris', unit: 'celsius' } },
+    ]);
+    expect(final.usage).toMatchObject({ input_tokens: 30, output_tokens: 20 });
+    const [sent] = bedrock.invocations();
+    expect(sent!.path).toBe(`/model/${encodeURIComponent(CLAUDE_MODEL)}/invoke-with-response-stream`);
+    expect(sent!.body).not.toHaveProperty('stream');
+    expect(sent!.body).not.toHaveProperty('model');
+
+    bedrock.scriptClaude({ kind: 'message', content: [{ type: 'text', text: 'Fine.' }] });
+    const { status, text } = await rawStream('bedrock-claude');
+    expect(status).toBe(200);
+    const events = [...text.matchAll(/^event: (\S+)\ndata: (.*)$/gm)].map((m) => ({ name: m[1], data: JSON.parse(m[2]!) as Record<string, unknown> }));
+    expect(events.map((e) => e.name)).toEqual(['message_start', 'content_block_start', 'content_block_delta', 'content_block_stop', 'message_delta', 'message_stop']);
+    for (const e of events) expect(e.data.type).toBe(e.name);
+    expect(events.at(-1)!.data).toEqual({ type: 'message_stop', 'amazon-bedrock-invocationMetrics': { inputTokenCount: 12, outputTokenCount: 6, invocationLatency: 321, firstByteLatency: 123 } });
+  });
+
+  it('betas arrive as the anthropic_beta list (from the SDK\'s betas and from several anthropic-beta headers)', async () => {
+    const message = await client.beta.messages.create({ model: 'bedrock-claude', max_tokens: 32, messages: [{ role: 'user', content: 'hi' }], betas: ['interleaved-thinking-2025-05-14', 'context-1m-2025-08-07'] });
+    expect(message.content).toEqual([{ type: 'text', text: 'Hello! You said: hi' }]);
+    expect(bedrock.invocations()[0]!.body.anthropic_beta).toEqual(['interleaved-thinking-2025-05-14', 'context-1m-2025-08-07']);
+    const headers = new Headers({ 'content-type': 'application/json', 'x-api-key': TEST_KEY, 'anthropic-version': '2023-06-01' });
+    headers.append('anthropic-beta', 'token-efficient-tools-2025-02-19, fine-grained-tool-streaming-2025-05-14');
+    headers.append('anthropic-beta', 'output-128k-2025-02-19');
+    const res = await fetch(`${gw.url}/v1/messages?beta=true`, { method: 'POST', headers, body: JSON.stringify({ model: 'bedrock-claude', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] }) });
+    expect(res.status).toBe(200);
+    expect(bedrock.invocations()[1]!.body.anthropic_beta).toEqual(['token-efficient-tools-2025-02-19', 'fine-grained-tool-streaming-2025-05-14', 'output-128k-2025-02-19']);
+    expect(bedrock.refused).toEqual([]);
+  });
+
+  it("errors: Bedrock's ValidationException is a 400 BadRequestError in Anthropic's shape with its message; an exception after content is one event: error, the last", async () => {
+    bedrock.scriptClaude({ kind: 'error', status: 400, type: 'ValidationException', message: 'messages: roles must alternate' });
+    const bad = await client.messages.create({ model: 'bedrock-claude', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] }).catch((e: unknown) => e);
+    expect(bad).toBeInstanceOf(Anthropic.BadRequestError);
+    expect((bad as ApiError).error).toMatchObject({ type: 'error', error: { type: 'invalid_request_error', message: expect.stringContaining('messages: roles must alternate') } });
+
+    bedrock.scriptClaude({ kind: 'exception', name: 'modelStreamErrorException', message: 'Model stream error', afterContent: true });
+    const { status, text } = await rawStream('bedrock-claude');
+    expect(status).toBe(200);
+    const names = [...text.matchAll(/^event: (\S+)$/gm)].map((m) => m[1]);
+    expect(names.slice(0, 3)).toEqual(['message_start', 'content_block_start', 'content_block_delta']);
+    expect(names.filter((n) => n === 'error')).toHaveLength(1);
+    expect(names.at(-1)).toBe('error');
+    expect(text).toMatch(/event: error\ndata: \{"type":"error","error":\{"type":"\w+","message":"[^"]*"\}\}\n\n$/);
+    await expect(
+      (async () => {
+        bedrock.scriptClaude({ kind: 'exception', name: 'modelStreamErrorException', message: 'Model stream error', afterContent: true });
+        await client.messages.stream({ model: 'bedrock-claude', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] }).finalMessage();
+      })(),
+    ).rejects.toBeInstanceOf(Anthropic.APIError);
   });
 });
