@@ -19,6 +19,8 @@
 //                        run of them (`BENCH_ONLY=routing BENCH_SECONDS=1 BENCH_REPEATS=1 npm run bench`)
 //   BENCH_ONLY=native    only the native-provider scenarios (anthropic and bedrock against openai), likewise
 //   BENCH_ONLY=tracing   only the tracing scenarios (tracing off against on at 100 % sampling), likewise
+//   BENCH_ONLY=messages  only the Anthropic Messages scenarios (passed through to the Anthropic fake, translated to
+//                        the OpenAI one, against chat passed through), likewise
 //
 // Never accumulate or re-scan a child's stdout (the gateway logs every request): it is drained.
 import { spawn, execFileSync } from 'node:child_process';
@@ -32,11 +34,12 @@ import { run, hold } from './load.mjs';
 import { START_ARGS } from './start-args.mjs';
 
 const benchStarted = performance.now();
-/** BENCH_ONLY=routing, =native or =tracing: that section's scenarios alone, printed, nothing written. */
+/** BENCH_ONLY=routing, =native, =tracing or =messages: that section's scenarios alone, printed, nothing written. */
 const routingOnly = process.env.BENCH_ONLY === 'routing';
 const nativeOnly = process.env.BENCH_ONLY === 'native';
 const tracingOnly = process.env.BENCH_ONLY === 'tracing';
-const sectionOnly = routingOnly || nativeOnly || tracingOnly;
+const messagesOnly = process.env.BENCH_ONLY === 'messages';
+const sectionOnly = routingOnly || nativeOnly || tracingOnly || messagesOnly;
 const startedAt = new Date();
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const env = process.env;
@@ -315,6 +318,26 @@ const NATIVE_GOAL = 0.75;
 const BEDROCK_GOAL = 0.7;
 
 /**
+ * The Anthropic Messages scenarios (issue 35): POST /v1/messages at concurrency 64, chat and streams,
+ * passed through to the Anthropic fake (bench-claude: the body as sent, every event as sent) and
+ * translated through chat to the OpenAI fake (bench-chat), beside chat completions passed through to
+ * the OpenAI fake, back to back in each repeat. Goals: Messages passed through ≥ 0.9× chat passed
+ * through; Messages translated ≥ 0.75× Messages passed through (chat and streams each).
+ */
+const MESSAGES_HEADERS = { 'anthropic-version': '2023-06-01' };
+const messagesBody = (model, stream) => JSON.stringify({ model, max_tokens: 256, ...(stream ? { stream: true } : {}), messages: [{ role: 'user', content: stream ? 'Stream twenty chunks.' : 'Say hello to the benchmark.' }] });
+const MESSAGES_SCENARIOS = [
+  { key: 'chatPassed', name: 'messages: chat completions c64 to openai (passed through)', body: chatBody },
+  { key: 'messagesPassed', name: 'messages: Messages c64 to anthropic (passed through)', path: '/v1/messages', headers: MESSAGES_HEADERS, body: messagesBody('bench-claude', false) },
+  { key: 'messagesTranslated', name: 'messages: Messages c64 to openai (translated through chat)', path: '/v1/messages', headers: MESSAGES_HEADERS, body: messagesBody('bench-chat', false) },
+  { key: 'streamPassed', name: 'messages: chat completions stream of 20 chunks c64 to openai (passed through)', body: streamBody },
+  { key: 'messagesStreamPassed', name: 'messages: Messages stream of 20 deltas c64 to anthropic (passed through)', path: '/v1/messages', headers: MESSAGES_HEADERS, body: messagesBody('bench-claude', true) },
+  { key: 'messagesStreamTranslated', name: 'messages: Messages stream of 20 chunks c64 to openai (translated through chat)', path: '/v1/messages', headers: MESSAGES_HEADERS, body: messagesBody('bench-chat', true) },
+];
+const MESSAGES_PASSED_GOAL = 0.9;
+const MESSAGES_TRANSLATED_GOAL = 0.75;
+
+/**
  * The tracing scenarios (issue 26): chat and streams of 20 chunks at concurrency 64 through each Switchyard
  * mode with tracing off (the long-running gateways) and on at 100 % sampling (`traced`: a second gateway
  * of the mode exporting OTLP/protobuf to loadtest/collector.mjs, which drops what it gets), back to back in
@@ -455,14 +478,14 @@ for (const name of switchyardModes) {
 async function backToBack(list, skip, targetOf = (name) => targets[name]) {
   const out = Object.fromEntries(switchyardModes.map((n) => [n, Object.fromEntries(list.map((r) => [r.key, []]))]));
   for (const name of skip ? [] : switchyardModes) {
-    for (const r of list) await run({ url: targetOf(name, r).url, path: '/v1/chat/completions', body: r.body, headers: targetOf(name, r).headers, connections: r.connections ?? 64, durationMs: WARMUP_MS_EACH, warmupMs: 0 });
+    for (const r of list) await run({ url: targetOf(name, r).url, path: r.path ?? '/v1/chat/completions', body: r.body, headers: { ...targetOf(name, r).headers, ...r.headers }, connections: r.connections ?? 64, durationMs: WARMUP_MS_EACH, warmupMs: 0 });
   }
   for (let i = 0; i < (skip ? 0 : repeats); i++) {
     for (const name of switchyardModes) {
       for (const r of list) {
         const t = targetOf(name, r);
         const cpu0 = cpuSeconds(t.pid);
-        const res = await run({ url: t.url, path: '/v1/chat/completions', body: r.body, headers: t.headers, connections: r.connections ?? 64, durationMs: seconds * 1000 });
+        const res = await run({ url: t.url, path: r.path ?? '/v1/chat/completions', body: r.body, headers: { ...t.headers, ...r.headers }, connections: r.connections ?? 64, durationMs: seconds * 1000 });
         res.cpuPerReqUs = ((cpuSeconds(t.pid) - cpu0) * 1e6) / res.total;
         out[name][r.key].push(res);
       }
@@ -471,7 +494,7 @@ async function backToBack(list, skip, targetOf = (name) => targets[name]) {
   return out;
 }
 // The warm-up also cools the failing deployment (its first allowed_fails failures fall in it).
-const routing = await backToBack(ROUTING_SCENARIOS, nativeOnly || tracingOnly);
+const routing = await backToBack(ROUTING_SCENARIOS, nativeOnly || tracingOnly || messagesOnly);
 const routingFigures = (name) => {
   const m = routing[name];
   return {
@@ -484,15 +507,15 @@ const routingFigures = (name) => {
   };
 };
 /** What the pausing upstream saw over every run (warm-ups included): the pauses it asked for, and calls that came during one. */
-const pauseStats = nativeOnly || tracingOnly ? { pauses: 0, calls: 0, early: 0 } : await (await fetch(`${upstreamBase}/pause/stats`)).json();
-for (const name of nativeOnly || tracingOnly ? [] : switchyardModes) {
+const pauseStats = nativeOnly || tracingOnly || messagesOnly ? { pauses: 0, calls: 0, early: 0 } : await (await fetch(`${upstreamBase}/pause/stats`)).json();
+for (const name of nativeOnly || tracingOnly || messagesOnly ? [] : switchyardModes) {
   const f = routingFigures(name);
   for (const r of ROUTING_SCENARIOS) console.log(`${r.name} [${name}]: ${fmt(median(routing[name][r.key].map((x) => x.rps)))} req/s, CPU ${fmt(median(routing[name][r.key].map((x) => x.cpuPerReqUs)), 1)} µs/req, errors ${routing[name][r.key].reduce((n, x) => n + x.errors, 0)}`);
   console.log(`routing [${name}]: 4 deployments ÷ 1: ${spread(f.four, 3)}× (goal ≥ 0.95); failing pair ÷ healthy pair: ${spread(f.failover, 3)}× (goal ≥ 0.9); client-visible errors with a failing deployment: ${f.failingErrors} (goal ≤ allowed_fails, 3); pausing deployment ÷ one: ${spread(f.pause, 3)}× (goal ≥ 0.9), client-visible errors ${f.pauseErrors} (goal 0)`);
 }
-if (!(nativeOnly || tracingOnly)) console.log(`routing: the pausing upstream asked for ${pauseStats.pauses} pauses over ${pauseStats.calls} calls; calls during a pause: ${pauseStats.early} (goal 0)`);
+if (!(nativeOnly || tracingOnly || messagesOnly)) console.log(`routing: the pausing upstream asked for ${pauseStats.pauses} pauses over ${pauseStats.calls} calls; calls during a pause: ${pauseStats.early} (goal 0)`);
 // ---------------------------------------------------------------- native providers (issue 23)
-const native = await backToBack(NATIVE_SCENARIOS, routingOnly || tracingOnly);
+const native = await backToBack(NATIVE_SCENARIOS, routingOnly || tracingOnly || messagesOnly);
 const nativeFigures = (name) => {
   const m = native[name];
   return {
@@ -507,7 +530,7 @@ const nativeFigures = (name) => {
     errors: Object.values(m).flat().reduce((n, r) => n + r.errors, 0),
   };
 };
-for (const name of routingOnly || tracingOnly ? [] : switchyardModes) {
+for (const name of routingOnly || tracingOnly || messagesOnly ? [] : switchyardModes) {
   const f = nativeFigures(name);
   for (const r of NATIVE_SCENARIOS) {
     const m = native[name][r.key];
@@ -520,7 +543,7 @@ for (const name of routingOnly || tracingOnly ? [] : switchyardModes) {
 }
 
 // ---------------------------------------------------------------- tracing (issue 26)
-const tracingRuns = !routingOnly && !nativeOnly;
+const tracingRuns = !routingOnly && !nativeOnly && !messagesOnly;
 const collectorPort = await freePort();
 const collector = tracingRuns ? await startServer({ name: 'collector', cpu: LOAD_CPU, args: ['loadtest/collector.mjs', String(collectorPort)], port: collectorPort, readyPath: '/stats' }) : null;
 const traced = {};
@@ -554,6 +577,29 @@ for (const name of tracingRuns ? switchyardModes : []) {
   console.log(`tracing [${name}]: on − off, CPU per chat ${spread(f.chatCost, 1)} µs, per stream ${spread(f.streamCost, 1)} µs; throughput on ÷ off, chat ${spread(f.chatRatio, 3)}×, streams ${spread(f.streamRatio, 3)}×; spans dropped ${tracingExport.dropped[name]}`);
 }
 if (tracingExport.collector) console.log(`collector: ${fmt(tracingExport.collector.exports)} exports, ${fmt(tracingExport.collector.bytes / 1e6, 1)} MB`);
+
+// ---------------------------------------------------------------- Anthropic Messages (issue 35)
+const messagesRuns = !routingOnly && !nativeOnly && !tracingOnly;
+const messages = await backToBack(MESSAGES_SCENARIOS, !messagesRuns);
+const messagesFigures = (name) => {
+  const m = messages[name];
+  const ratio = (a, b) => stats(m[a].map((r, i) => r.rps / m[b][i].rps));
+  return {
+    passedChat: ratio('messagesPassed', 'chatPassed'),
+    passedStream: ratio('messagesStreamPassed', 'streamPassed'),
+    translatedChat: ratio('messagesTranslated', 'messagesPassed'),
+    translatedStream: ratio('messagesStreamTranslated', 'messagesStreamPassed'),
+    errors: Object.values(m).flat().reduce((n, r) => n + r.errors, 0),
+  };
+};
+for (const name of messagesRuns ? switchyardModes : []) {
+  const f = messagesFigures(name);
+  for (const r of MESSAGES_SCENARIOS) {
+    const m = messages[name][r.key];
+    console.log(`${r.name} [${name}]: ${fmt(median(m.map((x) => x.rps)))} req/s, CPU ${fmt(median(m.map((x) => x.cpuPerReqUs)), 1)} µs/req, TTFB p50 ${fmt(us(median(m.map((x) => x.ttfbP50))))} µs, errors ${m.reduce((n, x) => n + x.errors, 0)}`);
+  }
+  console.log(`messages [${name}]: Messages passed through ÷ chat passed through, chat ${spread(f.passedChat, 3)}×, streams ${spread(f.passedStream, 3)}× (goal ≥ ${MESSAGES_PASSED_GOAL} each); Messages translated ÷ passed through, chat ${spread(f.translatedChat, 3)}×, streams ${spread(f.translatedStream, 3)}× (goal ≥ ${MESSAGES_TRANSLATED_GOAL} each); errors ${f.errors}`);
+}
 
 if (sectionOnly) {
   for (const name of gatewayNames) await stopServer(gw[name]);
@@ -797,6 +843,24 @@ function tracingTable() {
   return rows.join('\n');
 }
 
+function messagesTable() {
+  const rows = ['| scenario | through | req/s | CPU per request | errors |', '|---|---|---|---|---|'];
+  for (const r of MESSAGES_SCENARIOS) {
+    for (const name of switchyardModes) {
+      const m = messages[name][r.key];
+      rows.push(`| ${r.name} | ${name} | ${spread(stats(m.map((x) => x.rps)))} | ${spread(stats(m.map((x) => x.cpuPerReqUs)), 1)} µs | ${m.reduce((n, x) => n + x.errors, 0)} |`);
+    }
+  }
+  rows.push('', '| goal | ' + switchyardModes.join(' | ') + ' |', '|---|' + switchyardModes.map(() => '---|').join(''));
+  const f = Object.fromEntries(switchyardModes.map((n) => [n, messagesFigures(n)]));
+  const goal = (label, key, limit) => `| ${label} ≥ ${limit}× | ${switchyardModes.map((n) => `${spread(f[n][key], 3)}× ${mark(f[n][key].med >= limit)}`).join(' | ')} |`;
+  rows.push(goal('Messages passed through ÷ chat passed through, chat', 'passedChat', MESSAGES_PASSED_GOAL));
+  rows.push(goal('Messages passed through ÷ chat passed through, streams', 'passedStream', MESSAGES_PASSED_GOAL));
+  rows.push(goal('Messages translated ÷ Messages passed through, chat', 'translatedChat', MESSAGES_TRANSLATED_GOAL));
+  rows.push(goal('Messages translated ÷ Messages passed through, streams', 'translatedStream', MESSAGES_TRANSLATED_GOAL));
+  return rows.join('\n');
+}
+
 function nativeTable() {
   const rows = ['| scenario | through | req/s | CPU per request | CPU per stream chunk | errors |', '|---|---|---|---|---|---|'];
   for (const r of NATIVE_SCENARIOS) {
@@ -966,6 +1030,15 @@ through openai and bedrock for the time to the first byte that bedrock adds. Bed
 goal is set, and with a Bedrock API key (\`Authorization: Bearer\`, no signing), to show what SigV4 costs. CPU per stream chunk: CPU per stream ÷ ${STREAM_CHUNKS}.
 
 ${nativeTable()}
+
+## Anthropic Messages (issue 35)
+
+POST /v1/messages at concurrency 64, back to back in each repeat: passed through to the Anthropic fake (the body as sent,
+every event as sent) and translated through chat to the OpenAI fake, beside chat completions passed through to the OpenAI
+fake. The Anthropic fake's stream carries 20 text deltas with Anthropic's framing (named events, ping), so the passthrough's
+bytes per stream are more than chat's.
+
+${messagesTable()}
 
 ## Tracing (issue 26)
 

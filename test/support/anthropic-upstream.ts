@@ -150,7 +150,8 @@ function lastUserText(body: Record<string, unknown>): string {
 
 const usageOf = (usage: AnthropicUsage | undefined) => ({ input_tokens: 12, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 6, ...usage });
 
-function messageOf(id: string, model: string, reply: Extract<AnthropicReply, { kind: 'message' }>) {
+/** A whole Message for a scripted reply (also Bedrock's InvokeModel answer for a Claude model: bedrock-upstream.ts). */
+export function messageOf(id: string, model: string, reply: Extract<AnthropicReply, { kind: 'message' }>) {
   const content = reply.content ?? [];
   const stop = reply.stopReason ?? (content.some((b) => b.type === 'tool_use') ? 'tool_use' : 'end_turn');
   return { id, type: 'message', role: 'assistant', model, content, stop_reason: stop, stop_sequence: null, usage: usageOf(reply.usage) };
@@ -159,30 +160,39 @@ function messageOf(id: string, model: string, reply: Extract<AnthropicReply, { k
 const event = (name: string, data: unknown): string => `event: ${name}\ndata: ${JSON.stringify(data)}\n\n`;
 const PING = 'event: ping\ndata: {"type": "ping"}\n\n';
 
-/** The event sequence of a streamed message, one string per event. */
-function streamEvents(id: string, model: string, reply: Extract<AnthropicReply, { kind: 'message' }>): string[] {
+/** The events of a streamed message, as objects (`type` their name), without the pings (Bedrock's event stream carries these: bedrock-upstream.ts). */
+export function messageEvents(id: string, model: string, reply: Extract<AnthropicReply, { kind: 'message' }>): Array<Record<string, unknown> & { type: string }> {
   const message = messageOf(id, model, reply);
   const usage = message.usage;
-  const out = [event('message_start', { type: 'message_start', message: { ...message, content: [], stop_reason: null, usage: { ...usage, output_tokens: 1 } } })];
+  const out: Array<Record<string, unknown> & { type: string }> = [{ type: 'message_start', message: { ...message, content: [], stop_reason: null, usage: { ...usage, output_tokens: 1 } } }];
   message.content.forEach((block, index) => {
-    const delta = (d: unknown) => out.push(event('content_block_delta', { type: 'content_block_delta', index, delta: d }));
+    const delta = (d: unknown) => out.push({ type: 'content_block_delta', index, delta: d });
     if (block.type === 'text') {
-      out.push(event('content_block_start', { type: 'content_block_start', index, content_block: { type: 'text', text: '' } }));
+      out.push({ type: 'content_block_start', index, content_block: { type: 'text', text: '' } });
       for (const piece of block.text.match(/\S+\s*|\s+/g) ?? []) delta({ type: 'text_delta', text: piece });
     } else if (block.type === 'tool_use') {
-      out.push(event('content_block_start', { type: 'content_block_start', index, content_block: { type: 'tool_use', id: block.id, name: block.name, input: {} } }));
+      out.push({ type: 'content_block_start', index, content_block: { type: 'tool_use', id: block.id, name: block.name, input: {} } });
       delta({ type: 'input_json_delta', partial_json: '' });
       for (const piece of JSON.stringify(block.input).match(/[\s\S]{1,7}/g) ?? []) delta({ type: 'input_json_delta', partial_json: piece });
     } else {
-      out.push(event('content_block_start', { type: 'content_block_start', index, content_block: { type: 'thinking', thinking: '', signature: '' } }));
+      out.push({ type: 'content_block_start', index, content_block: { type: 'thinking', thinking: '', signature: '' } });
       delta({ type: 'thinking_delta', thinking: block.thinking });
       delta({ type: 'signature_delta', signature: block.signature });
     }
-    if (index === 0) out.push(PING);
-    out.push(event('content_block_stop', { type: 'content_block_stop', index }));
+    out.push({ type: 'content_block_stop', index });
   });
-  out.push(event('message_delta', { type: 'message_delta', delta: { stop_reason: message.stop_reason, stop_sequence: null }, usage: { output_tokens: usage.output_tokens } }));
-  out.push(event('message_stop', { type: 'message_stop' }));
+  out.push({ type: 'message_delta', delta: { stop_reason: message.stop_reason, stop_sequence: null }, usage: { output_tokens: usage.output_tokens } });
+  out.push({ type: 'message_stop' });
+  return out;
+}
+
+/** The event sequence of a streamed message, one string per event (a ping after the first block's start). */
+function streamEvents(id: string, model: string, reply: Extract<AnthropicReply, { kind: 'message' }>): string[] {
+  const out: string[] = [];
+  for (const data of messageEvents(id, model, reply)) {
+    if (data.type === 'content_block_stop' && data.index === 0) out.push(PING);
+    out.push(event(data.type, data));
+  }
   return out;
 }
 

@@ -8,7 +8,7 @@
  * the real service's. So the fake checks signatures and speaks the wire
  * format the way AWS does, and the gateway is tested against that.
  */
-import { BedrockRuntimeClient, ConverseCommand, ConverseStreamCommand, InvokeModelCommand, ListAsyncInvokesCommand, type ConverseStreamOutput } from '@aws-sdk/client-bedrock-runtime';
+import { BedrockRuntimeClient, ConverseCommand, ConverseStreamCommand, InvokeModelCommand, InvokeModelWithResponseStreamCommand, ListAsyncInvokesCommand, type ConverseStreamOutput, type ResponseStream } from '@aws-sdk/client-bedrock-runtime';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { AWS_KEYS, AWS_SESSION_KEYS, BEDROCK_API_KEY, BEDROCK_REGION, startBedrockUpstream, vectorOf, type BedrockUpstream } from './bedrock-upstream.js';
@@ -145,5 +145,61 @@ describe('the fake Bedrock runtime API, read by @aws-sdk/client-bedrock-runtime'
     expect(blank).toMatchObject({ name: 'ValidationException', $metadata: { httpStatusCode: 400 } });
     expect(String((blank as Error).message)).toContain('is blank');
     expect(up.refused).toHaveLength(3);
+  });
+
+  describe('Claude through InvokeModel (Anthropic\'s Messages body as Bedrock takes it)', () => {
+    const claude = (body: Record<string, unknown>) => ({ modelId: MODEL, contentType: 'application/json', accept: 'application/json', body: JSON.stringify(body) });
+    const messages = [{ role: 'user', content: 'Hi there' }];
+    /** The Anthropic events a response stream's chunks carry, as the SDK hands them out. */
+    async function chunks(stream: AsyncIterable<ResponseStream> | undefined): Promise<Array<Record<string, unknown>>> {
+      const out: Array<Record<string, unknown>> = [];
+      for await (const event of stream ?? []) out.push(JSON.parse(new TextDecoder().decode(event.chunk?.bytes)) as Record<string, unknown>);
+      return out;
+    }
+
+    it('InvokeModel: a signed Messages body with anthropic_version and anthropic_beta; the SDK reads the Message', async () => {
+      const answer = await client.send(new InvokeModelCommand(claude({ anthropic_version: 'bedrock-2023-05-31', anthropic_beta: ['interleaved-thinking-2025-05-14'], max_tokens: 64, messages })));
+      const message = JSON.parse(new TextDecoder().decode(answer.body)) as Record<string, unknown>;
+      expect(message).toMatchObject({ type: 'message', role: 'assistant', model: 'claude-3-5-sonnet-20240620', content: [{ type: 'text', text: 'Hello! You said: Hi there' }], stop_reason: 'end_turn', usage: { input_tokens: 12, output_tokens: 6 } });
+      expect(message.id).toMatch(/^msg_bdrk_/);
+      expect(up.refused).toEqual([]);
+      const [seen] = up.invocations();
+      expect(seen?.path).toBe(`/model/${encodeURIComponent(MODEL)}/invoke`);
+      expect(seen?.body.anthropic_beta).toEqual(['interleaved-thinking-2025-05-14']);
+    });
+
+    it('InvokeModelWithResponseStream: chunk events whose bytes are the Anthropic events, a tool_use input in fragments, message_stop with the invocation metrics', async () => {
+      up.scriptClaude({ kind: 'message', content: [{ type: 'text', text: 'Let me check.' }, { type: 'tool_use', id: 'toolu_bdrk_01', name: 'get_weather', input: { city: 'Paris' } }], usage: { input_tokens: 30, output_tokens: 20 } });
+      const answer = await client.send(new InvokeModelWithResponseStreamCommand(claude({ anthropic_version: 'bedrock-2023-05-31', max_tokens: 64, messages })));
+      const events = await chunks(answer.body);
+      expect(events.map((e) => e.type)).toEqual(['message_start', 'content_block_start', 'content_block_delta', 'content_block_delta', 'content_block_delta', 'content_block_stop', 'content_block_start', ...Array(4).fill('content_block_delta'), 'content_block_stop', 'message_delta', 'message_stop']);
+      const json = events.filter((e) => (e.delta as { type?: string } | undefined)?.type === 'input_json_delta').map((e) => (e.delta as { partial_json: string }).partial_json).join('');
+      expect(JSON.parse(json)).toEqual({ city: 'Paris' });
+      expect(events.at(-2)).toMatchObject({ delta: { stop_reason: 'tool_use' }, usage: { output_tokens: 20 } });
+      expect(events.at(-1)).toEqual({ type: 'message_stop', 'amazon-bedrock-invocationMetrics': { inputTokenCount: 30, outputTokenCount: 20, invocationLatency: 321, firstByteLatency: 123 } });
+      expect(up.invocations()[0]?.path).toBe(`/model/${encodeURIComponent(MODEL)}/invoke-with-response-stream`);
+    });
+
+    it('refusals: no anthropic_version, a model or stream field, betas not a list are ValidationException; an exception frame mid-stream is the modelled exception', async () => {
+      for (const [body, text] of [
+        [{ max_tokens: 8, messages }, 'required key [anthropic_version] not found'],
+        [{ anthropic_version: 'bedrock-2023-05-31', model: 'claude', max_tokens: 8, messages }, 'extraneous key [model]'],
+        [{ anthropic_version: 'bedrock-2023-05-31', stream: true, max_tokens: 8, messages }, 'extraneous key [stream]'],
+        [{ anthropic_version: 'bedrock-2023-05-31', anthropic_beta: 'a,b', max_tokens: 8, messages }, 'anthropic_beta'],
+        [{ anthropic_version: 'bedrock-2023-05-31', messages }, 'max_tokens'],
+      ] as const) {
+        const error = await client.send(new InvokeModelCommand(claude(body))).catch((e: unknown) => e);
+        expect(error).toMatchObject({ name: 'ValidationException', $metadata: { httpStatusCode: 400 } });
+        expect(String((error as Error).message)).toContain(text);
+      }
+      up.scriptClaude({ kind: 'exception', name: 'throttlingException', message: 'Too many tokens, please wait before trying again.', afterContent: true });
+      const answer = await client.send(new InvokeModelWithResponseStreamCommand(claude({ anthropic_version: 'bedrock-2023-05-31', max_tokens: 8, messages })));
+      const seen: string[] = [];
+      const error = await (async () => {
+        for await (const event of answer.body ?? []) seen.push(String((JSON.parse(new TextDecoder().decode(event.chunk?.bytes)) as { type: string }).type));
+      })().catch((e: unknown) => e);
+      expect(seen).toEqual(['message_start', 'content_block_start', 'content_block_delta']);
+      expect(error).toMatchObject({ name: 'ThrottlingException', message: 'Too many tokens, please wait before trying again.' });
+    });
   });
 });

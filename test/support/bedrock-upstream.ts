@@ -30,6 +30,15 @@
  * - `POST /model/<id>/invoke` for Titan text embeddings (`inputText`, one
  *   text) and Cohere embed (`texts`, `input_type`), with the
  *   `x-amzn-bedrock-input-token-count` header;
+ * - `POST /model/<id>/invoke` and `/invoke-with-response-stream` for a
+ *   Claude model (the id contains `anthropic.`): Anthropic's Messages body
+ *   as Bedrock takes it (AWS's "Anthropic Claude Messages API" page:
+ *   `anthropic_version: "bedrock-2023-05-31"` required, `anthropic_beta`
+ *   a list of strings, no `model` or `stream`, the rest checked as the
+ *   Anthropic fake checks it); the answer a Message, or an event stream
+ *   whose `chunk` events carry `{"bytes": <base64 of one Anthropic event's
+ *   JSON>}` (no pings; `message_stop` with
+ *   `amazon-bedrock-invocationMetrics`), or an exception frame mid-stream;
  * - `GET /async-invoke`: ListAsyncInvokes, the gateway's free probe;
  * - errors as `{"message": …}` with `x-amzn-errortype` and
  *   `x-amzn-requestid`.
@@ -37,6 +46,7 @@
 import type { ServerResponse } from 'node:http';
 import { EventStreamCodec, type MessageHeaders } from '@smithy/eventstream-codec';
 import { fromUtf8, toUtf8 } from '@smithy/util-utf8';
+import { messageEvents, messageOf, requestProblem as anthropicProblem, type AnthropicReply } from './anthropic-upstream.js';
 import { sendJson, startFakeServer, type FakeRequest, type FakeServer } from './http-fake.js';
 import { verifySigV4, type SignedRequest, type SigV4Refusal, type SigV4Scope } from './sigv4.js';
 
@@ -75,6 +85,17 @@ export type BedrockReply =
   /** Streams: messageStart, then nothing until the client leaves. */
   | { readonly kind: 'hang' };
 
+/** What the fake does with one InvokeModel or InvokeModelWithResponseStream call of a Claude model. */
+export type ClaudeReply =
+  /** A Message (Anthropic's blocks), or its events when the call streams; `intervalMs` between frames (0: one write). */
+  | (Extract<AnthropicReply, { kind: 'message' }> & { readonly intervalMs?: number })
+  /** An error answer: this status, Bedrock's error body and type header, and extra headers. */
+  | Extract<BedrockReply, { kind: 'error' }>
+  /** A stream that sends an exception frame after message_start (and after a text delta when `afterContent`). */
+  | Extract<BedrockReply, { kind: 'exception' }>;
+
+export const BEDROCK_ANTHROPIC_VERSION = 'bedrock-2023-05-31';
+
 export interface BedrockUpstream extends FakeServer {
   /** The `api_base` for a deployment (the origin: the adapter adds /model/…). */
   readonly url: string;
@@ -82,7 +103,9 @@ export interface BedrockUpstream extends FakeServer {
   script(...replies: BedrockReply[]): void;
   /** The Converse and ConverseStream requests received (the model id decoded as `modelId`). */
   converse(): Array<FakeRequest & { modelId: string }>;
-  /** The InvokeModel requests received. */
+  /** Queues replies for the next InvokeModel / InvokeModelWithResponseStream calls of a Claude model, one each. */
+  scriptClaude(...replies: ClaudeReply[]): void;
+  /** The InvokeModel and InvokeModelWithResponseStream requests received. */
   invocations(): Array<FakeRequest & { modelId: string }>;
   /** Requests refused for their credentials or signature, with the reason. */
   readonly refused: string[];
@@ -105,6 +128,7 @@ const codec = new EventStreamCodec(toUtf8, fromUtf8);
 
 export async function startBedrockUpstream(): Promise<BedrockUpstream> {
   const queue: BedrockReply[] = [];
+  const claudeQueue: ClaudeReply[] = [];
   const refused: string[] = [];
   let served = 0;
   const state = { skewMs: 0, lastFrameAt: 0 };
@@ -119,10 +143,31 @@ export async function startBedrockUpstream(): Promise<BedrockUpstream> {
         return bedrockError(res, 403, refusal.type, refusal.message, headers);
       }
       if (req.method === 'GET' && req.path === '/async-invoke') return sendJson(res, 200, { asyncInvokeSummaries: [] }, headers);
-      const route = /^\/model\/([^/]+)\/(converse|converse-stream|invoke)$/.exec(req.path);
+      const route = /^\/model\/([^/]+)\/(converse|converse-stream|invoke|invoke-with-response-stream)$/.exec(req.path);
       if (req.method !== 'POST' || route === null) return bedrockError(res, 404, 'UnknownOperationException', `Unknown operation ${req.method} ${req.path}`, headers);
       const [, segment, action] = route as unknown as [string, string, string];
       const modelId = decodeURIComponent(segment);
+      if (isClaude(modelId) && (action === 'invoke' || action === 'invoke-with-response-stream')) {
+        const problem = claudeProblem(req.body, modelId);
+        if (problem !== null) return bedrockError(res, 400, 'ValidationException', problem, headers);
+        const reply = claudeQueue.shift() ?? { kind: 'message', content: [{ type: 'text', text: `Hello! You said: ${lastClaudeUserText(req.body)}` }] };
+        if (reply.kind === 'error') return bedrockError(res, reply.status, reply.type, reply.message, { ...headers, ...reply.headers });
+        const id = `msg_bdrk_${String(served).padStart(4, '0')}`;
+        const model = claudeModelName(modelId);
+        if (action === 'invoke') {
+          if (reply.kind !== 'message') throw new Error(`a "${reply.kind}" reply needs a stream request`);
+          const message = messageOf(id, model, reply);
+          return sendJson(res, 200, message, { ...headers, 'x-amzn-bedrock-input-token-count': String(message.usage.input_tokens), 'x-amzn-bedrock-output-token-count': String(message.usage.output_tokens), 'x-amzn-bedrock-invocation-latency': '321' });
+        }
+        res.writeHead(200, { 'content-type': 'application/vnd.amazon.eventstream', 'x-amzn-bedrock-content-type': 'application/json', ...headers });
+        const write = (frames: Uint8Array[], intervalMs: number) => writeFrames(res, frames, intervalMs, later, alive, true, () => (state.lastFrameAt = performance.now()));
+        if (reply.kind === 'exception') {
+          const start = messageEvents(id, model, { kind: 'message', content: [{ type: 'text', text: 'Partly' }] });
+          return write([...start.slice(0, reply.afterContent ? 3 : 1).map(chunkFrame), exceptionFrame(reply.name, reply.message)], 0);
+        }
+        return write(claudeStreamFrames(id, model, reply), reply.intervalMs ?? 0);
+      }
+      if (action === 'invoke-with-response-stream') return bedrockError(res, 400, 'ValidationException', 'The model is unsupported for streaming.', headers);
       if (action === 'invoke') return invokeModel(res, modelId, req.body, headers);
       const problem = converseProblem(req.body);
       if (problem !== null) return bedrockError(res, 400, 'ValidationException', problem, headers);
@@ -163,11 +208,13 @@ export async function startBedrockUpstream(): Promise<BedrockUpstream> {
       return state.lastFrameAt;
     },
     script: (...replies) => void queue.push(...replies),
+    scriptClaude: (...replies) => void claudeQueue.push(...replies),
     converse: () => withModel(server.received.filter((r) => /\/(converse|converse-stream)$/.test(r.path))),
-    invocations: () => withModel(server.received.filter((r) => r.path.endsWith('/invoke'))),
+    invocations: () => withModel(server.received.filter((r) => /\/(invoke|invoke-with-response-stream)$/.test(r.path))),
     trust: (identity) => void identities.set(identity.accessKeyId, identity),
     reset() {
       queue.length = 0;
+      claudeQueue.length = 0;
       refused.length = 0;
       server.received.length = 0;
       state.skewMs = 0;
@@ -303,6 +350,48 @@ function writeCut(res: ServerResponse, bytes: Buffer, cuts: readonly number[], l
     later(1, next);
   };
   next();
+}
+
+// ── Claude through InvokeModel ──
+
+/** Whether Bedrock serves the model id (a model, an inference profile or an ARN) with Anthropic's Messages body. */
+const isClaude = (modelId: string): boolean => modelId.includes('anthropic.');
+
+/** The `model` Bedrock's Claude answers name: the id without its provider prefix and version suffix. */
+const claudeModelName = (modelId: string): string => modelId.replace(/^.*anthropic\./, '').replace(/-v\d+(:\d+)?$/, '');
+
+/** One event of a streamed Claude answer as Bedrock frames it: a `chunk` event whose `bytes` are the event's JSON, base64. */
+export const chunkFrame = (event: Record<string, unknown>): Uint8Array => eventFrame('chunk', { bytes: Buffer.from(JSON.stringify(event)).toString('base64') });
+
+/** The frames of a streamed Claude answer: Anthropic's events (no pings), message_stop with Bedrock's invocation metrics. */
+export function claudeStreamFrames(id: string, model: string, reply: Extract<AnthropicReply, { kind: 'message' }>): Uint8Array[] {
+  const events = messageEvents(id, model, reply);
+  const usage = messageOf(id, model, reply).usage;
+  return events.map((event) =>
+    chunkFrame(event.type === 'message_stop' ? { ...event, 'amazon-bedrock-invocationMetrics': { inputTokenCount: usage.input_tokens, outputTokenCount: usage.output_tokens, invocationLatency: 321, firstByteLatency: 123 } } : event),
+  );
+}
+
+/**
+ * What Bedrock would refuse in a Claude InvokeModel body, as its ValidationException message
+ * (Bedrock's own checks first: the version, the betas, no `model` or `stream`; then Anthropic's).
+ */
+export function claudeProblem(body: Record<string, unknown>, modelId: string): string | null {
+  const malformed = (why: string) => `Malformed input request: ${why}, please reformat your input and try again.`;
+  if (body.anthropic_version === undefined) return malformed('#: required key [anthropic_version] not found');
+  if (body.anthropic_version !== BEDROCK_ANTHROPIC_VERSION) return malformed(`#/anthropic_version: ${String(body.anthropic_version)} is not a valid enum value`);
+  for (const key of ['model', 'stream']) if (key in body) return malformed(`#: extraneous key [${key}] is not permitted`);
+  const { anthropic_version: _version, anthropic_beta: betas, ...rest } = body;
+  if (betas !== undefined && (!Array.isArray(betas) || betas.length === 0 || !betas.every((b) => typeof b === 'string' && b.length > 0 && b.trim() === b))) return malformed('#/anthropic_beta: expected a list of beta names');
+  return anthropicProblem({ ...rest, model: modelId });
+}
+
+function lastClaudeUserText(body: Record<string, unknown>): string {
+  const messages = body.messages as Array<{ role: string; content: unknown }>;
+  const last = [...messages].reverse().find((m) => m.role === 'user');
+  if (last === undefined) return '';
+  if (typeof last.content === 'string') return last.content;
+  return (last.content as Array<{ type: string; text?: string }>).filter((b) => b.type === 'text').map((b) => b.text).join(' ');
 }
 
 // ── embeddings ──

@@ -23,6 +23,12 @@ export interface ProviderCall {
    * `anthropic-beta`, as a flat list); empty for every other call.
    */
   readonly headers: HeaderList;
+  /**
+   * Top-level body parameters the caller did not ask for by name but a translation derived (a
+   * Messages call's `parallel_tool_calls: false`, from an Anthropic-only hint): an adapter with no
+   * equivalent drops them as `drop_params` would, never a 400. Absent: none.
+   */
+  readonly droppable?: ReadonlySet<string>;
   readonly stream: boolean;
   readonly requestId: string;
   /** limits.max_response_body_bytes of the config the call started with. */

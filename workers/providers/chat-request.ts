@@ -12,9 +12,16 @@ import { isRecord } from './compatible.js';
 /** Refuses `param` (400 `unsupported_parameter`), or returns so that the caller drops it (`drop_params`). */
 export type Refuse = (param: string, why: string) => void;
 
-export function refuser(dropParams: boolean): Refuse {
+const NOTHING_DROPPABLE: ReadonlySet<string> = new Set();
+
+/**
+ * `droppable`: the top-level parameters the caller never asked for by name (ProviderCall.droppable:
+ * a Messages call's `parallel_tool_calls`, derived from `disable_parallel_tool_use`), dropped
+ * whatever `drop_params` says.
+ */
+export function refuser(dropParams: boolean, droppable: ReadonlySet<string> = NOTHING_DROPPABLE): Refuse {
   return (param, why) => {
-    if (!dropParams) throw new GatewayError('unsupported_parameter', `${param}: ${why} (set drop_params: true to drop it)`);
+    if (!dropParams && !droppable.has(param)) throw new GatewayError('unsupported_parameter', `${param}: ${why} (set drop_params: true to drop it)`);
   };
 }
 

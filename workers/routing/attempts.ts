@@ -77,7 +77,7 @@ export interface RoutedRequest {
    * What to send a deployment instead, when the operation decides it per deployment (the Responses
    * and Messages APIs), with the caller's headers a passthrough forwards; null: `op` and `body`.
    */
-  readonly prepare: ((upstream: Upstream) => { op: Operation; body: Record<string, unknown>; headers?: HeaderList }) | null;
+  readonly prepare: ((upstream: Upstream) => { op: Operation; body: Record<string, unknown>; headers?: HeaderList; droppable?: ReadonlySet<string> }) | null;
   readonly stream: boolean;
   readonly requestId: string;
   readonly maxResponseBytes: number;
@@ -197,6 +197,7 @@ class RoutedCall implements GateOwner {
       upstream: deployment.upstream,
       body: sent.body,
       headers: sent.headers ?? NO_HEADERS,
+      droppable: sent.droppable,
       stream: request.stream,
       requestId: request.requestId,
       maxResponseBytes: request.maxResponseBytes,
@@ -264,7 +265,7 @@ class RoutedCall implements GateOwner {
   }
 
   /** The operation and body for `deployment`; what `prepare` threw (a parameter its API cannot carry) is the attempt's failure, thrown in its try. */
-  #prepare(deployment: Deployment): { op: Operation; body: Record<string, unknown>; headers?: HeaderList; error: unknown } {
+  #prepare(deployment: Deployment): { op: Operation; body: Record<string, unknown>; headers?: HeaderList; droppable?: ReadonlySet<string>; error: unknown } {
     const request = this.#request;
     if (request.prepare === null) {
       request.body.model = deployment.upstream.upstreamModel;

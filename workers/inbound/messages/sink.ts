@@ -36,12 +36,21 @@ type FailData = { code: ErrorCode; message: string; events?: string };
 /** The adapter has bounded each event by the response limit already; this only keeps the parser's own check meaningful. */
 const MAX_EVENT_BYTES = 64 * 1024 * 1024;
 const NO_HEADERS: HeaderList = [];
+/**
+ * What the chat translation derives from a field only Anthropic has (`disable_parallel_tool_use` →
+ * `parallel_tool_calls: false`): an adapter with no equivalent (gemini, Bedrock's Converse) drops it
+ * as `drop_params` would, since an Anthropic-only field is never an error (CONTRACT.md); a chat
+ * caller's own `parallel_tool_calls: false` is still refused there.
+ */
+const DERIVED_HINTS: ReadonlySet<string> = new Set(['parallel_tool_calls']);
 
 /** What the attempt loop sends one deployment: the operation, its body and the caller's headers a passthrough forwards. */
 export interface MessagesAttempt {
   readonly op: Operation;
   readonly body: Json;
   readonly headers?: HeaderList;
+  /** The chat translation's derived parameters an adapter drops rather than refuses (ProviderCall.droppable). */
+  readonly droppable?: ReadonlySet<string>;
 }
 
 export interface MessagesSinkOptions {
@@ -93,7 +102,7 @@ export class MessagesSink implements ClientSink {
     if (this.#passThrough) return { op: this.#options.op, body: { ...this.#request, model: upstream.upstreamModel }, headers: this.#options.headers };
     const translation = (this.#translation ??= toChatRequest(this.#request));
     translation.chat.model = upstream.upstreamModel;
-    return { op: 'chat', body: translation.chat };
+    return { op: 'chat', body: translation.chat, droppable: DERIVED_HINTS };
   }
 
   reply(status: number, contentType: string, headers: HeaderList, body: Payload, usage: Usage | null, upstreamMs: number): void {

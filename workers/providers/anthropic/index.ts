@@ -1,10 +1,16 @@
 /**
- * `anthropic`: the Messages API (`POST <api_base>/v1/messages`), translated
- * both ways, streams included. Credentials: `x-api-key`, with
- * `anthropic-version` (`anthropic_version`, default 2023-06-01). The pure
- * translators are request.ts, response.ts and stream.ts; errors and
- * rate-limit headers are errors.ts. No embeddings API: 400
- * `unsupported_operation`.
+ * `anthropic`: the Messages API (`POST <api_base>/v1/messages`), two kinds
+ * of call. A chat completions call (and a Responses call, which reaches it
+ * as chat) is translated both ways, streams included: the pure translators
+ * are request.ts, response.ts and stream.ts. A Messages call
+ * (`POST /v1/messages`, the `messages` operation) and `count_tokens`
+ * (`/v1/messages/count_tokens`) are passed through as the caller sent them
+ * (passthrough.ts; `speaksMessages` tells the session so, and
+ * workers/inbound/messages/sink.ts hands it the body and the caller's
+ * anthropic-* headers). Credentials: `x-api-key`, with `anthropic-version`
+ * (`anthropic_version`, default 2023-06-01; the caller's own on a
+ * passthrough). Errors and rate-limit headers are errors.ts. No embeddings
+ * API: 400 `unsupported_operation`.
  */
 import { providerKey, settingsOf, type Upstream } from '../../../protocol/config.js';
 import type { AnthropicSettings } from './config.js';
@@ -36,7 +42,7 @@ const dialect: HttpDialect = {
     // A Responses API call reaches anthropic translated to chat (workers/inbound/responses/).
     if (call.op !== 'chat') throw new GatewayError('unsupported_operation', 'the anthropic provider takes chat completions only');
     credentials(headers, call.upstream);
-    const request = toMessagesRequest(call.body, { model: call.upstream.upstreamModel, dropParams: call.upstream.dropParams });
+    const request = toMessagesRequest(call.body, { model: call.upstream.upstreamModel, dropParams: call.upstream.dropParams, droppable: call.droppable });
     return { path: '/v1/messages', body: JSON.stringify(request) };
   },
   headers: (raw) => anthropicHeaders(raw),

@@ -33,6 +33,8 @@ export interface RequestOptions {
   readonly model: string;
   /** `drop_params`: drop what would be refused. */
   readonly dropParams: boolean;
+  /** ProviderCall.droppable: parameters dropped rather than refused whatever `dropParams` says. */
+  readonly droppable?: ReadonlySet<string>;
 }
 
 export { JSON_TOOL };
@@ -49,7 +51,7 @@ const REFUSED: NoEquivalent = {
 };
 
 export function toMessagesRequest(body: Readonly<Record<string, unknown>>, options: RequestOptions): Record<string, unknown> {
-  const refuse = refuser(options.dropParams);
+  const refuse = refuser(options.dropParams, options.droppable);
   refuseUnsupported(body, REFUSED, 'anthropic', refuse);
 
   const { system, turns } = conversation(body.messages, refuse);

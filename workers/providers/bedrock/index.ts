@@ -89,7 +89,7 @@ const converse: HttpDialect = {
     // A Responses API call reaches bedrock translated to chat (workers/inbound/responses/).
     if (call.op !== 'chat') throw new GatewayError('unsupported_operation', 'the bedrock provider takes chat completions and embeddings only');
     if (embeddingFamily(call.upstream.upstreamModel) !== null) throw new GatewayError('unsupported_operation', `${call.upstream.upstreamModel} is an embedding model: it takes /v1/embeddings`);
-    const request = toConverseRequest(call.body, { dropParams: call.upstream.dropParams });
+    const request = toConverseRequest(call.body, { dropParams: call.upstream.dropParams, droppable: call.droppable });
     return invoke(call, call.stream ? 'converse-stream' : 'converse', JSON.stringify(request), headers);
   },
   // Bedrock sends no rate-limit headers of its own; a retry-after would pass as it is.

@@ -56,6 +56,8 @@ import { isRecord } from '../compatible.js';
 export interface RequestOptions {
   /** `drop_params`: drop what would be refused. */
   readonly dropParams: boolean;
+  /** ProviderCall.droppable: parameters dropped rather than refused whatever `dropParams` says. */
+  readonly droppable?: ReadonlySet<string>;
 }
 
 type Block = Record<string, unknown>;
@@ -71,7 +73,7 @@ const REFUSED: NoEquivalent = {
 const IMAGE_FORMATS: Readonly<Record<string, string>> = { 'image/png': 'png', 'image/jpeg': 'jpeg', 'image/jpg': 'jpeg', 'image/gif': 'gif', 'image/webp': 'webp' };
 
 export function toConverseRequest(body: Readonly<Record<string, unknown>>, options: RequestOptions): Record<string, unknown> {
-  const refuse = refuser(options.dropParams);
+  const refuse = refuser(options.dropParams, options.droppable);
   refuseUnsupported(body, REFUSED, 'bedrock', refuse);
 
   const { system, turns, toolNames } = conversation(body.messages, refuse);

@@ -292,6 +292,12 @@ describe('what the request translation refuses', () => {
     expect(err.message).toContain('drop_params');
   });
 
+  it('a parameter the call marks droppable (a Messages translation\'s derived parallel_tool_calls) is dropped, not refused', () => {
+    const out = toConverseRequest({ ...base, tools: [weather], parallel_tool_calls: false }, { dropParams: false, droppable: new Set(['parallel_tool_calls']) });
+    expect(out).not.toHaveProperty('parallel_tool_calls');
+    expect(out.toolConfig).toMatchObject({ tools: [{ toolSpec: { name: 'get_weather' } }] });
+  });
+
   it("tool call arguments that are not a JSON object are the caller's 400", () => {
     const err = refusal({ ...base, messages: [{ role: 'assistant', content: null, tool_calls: [{ id: 't', type: 'function', function: { name: 'f', arguments: '[1]' } }] }] });
     expect(err.code).toBe('invalid_request');

@@ -47,7 +47,7 @@ const dialect: HttpDialect = {
     if (call.op === 'responses' || call.op === 'messages' || call.op === 'count_tokens') throw new GatewayError('unsupported_operation', 'the gemini provider takes chat completions and embeddings only');
     const model = call.upstream.upstreamModel;
     const at = `/v1beta/models/${pathSegment(model)}`;
-    const body = call.op === 'embeddings' ? toBatchEmbedRequest(call.body, model) : toGenerateContentRequest(call.body, { dropParams: call.upstream.dropParams });
+    const body = call.op === 'embeddings' ? toBatchEmbedRequest(call.body, model) : toGenerateContentRequest(call.body, { dropParams: call.upstream.dropParams, droppable: call.droppable });
     apiKey(headers, call.upstream);
     if (call.op === 'embeddings') return { path: `${at}:batchEmbedContents`, body: JSON.stringify(body) };
     return { path: call.stream ? `${at}:streamGenerateContent?alt=sse` : `${at}:generateContent`, body: JSON.stringify(body) };

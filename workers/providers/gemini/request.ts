@@ -40,6 +40,8 @@ import { thoughtSignatureOf } from './tool-call-id.js';
 export interface RequestOptions {
   /** `drop_params`: drop what would be refused. */
   readonly dropParams: boolean;
+  /** ProviderCall.droppable: parameters dropped rather than refused whatever `dropParams` says. */
+  readonly droppable?: ReadonlySet<string>;
 }
 
 type Part = Record<string, unknown>;
@@ -61,7 +63,7 @@ const SAMPLING: ReadonlyArray<readonly [string, string]> = [
 ];
 
 export function toGenerateContentRequest(body: Readonly<Record<string, unknown>>, options: RequestOptions): Record<string, unknown> {
-  const refuse = refuser(options.dropParams);
+  const refuse = refuser(options.dropParams, options.droppable);
   refuseUnsupported(body, REFUSED, 'gemini', refuse);
 
   const { system, turns } = conversation(body.messages, refuse);

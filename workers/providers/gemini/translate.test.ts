@@ -189,6 +189,15 @@ describe('what the request translation refuses', () => {
     expectUnsupported(refusal({ ...base, ...extra }), param);
   });
 
+  it('a parameter the call marks droppable (a Messages translation\'s derived parallel_tool_calls) is dropped, not refused; the rest still are', () => {
+    const tools = [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }];
+    const droppable = new Set(['parallel_tool_calls']);
+    const out = toGenerateContentRequest({ ...base, tools, parallel_tool_calls: false }, { dropParams: false, droppable });
+    expect(out).not.toHaveProperty('parallel_tool_calls');
+    expect(out.tools).toEqual([{ functionDeclarations: [{ name: 'f', parametersJsonSchema: { type: 'object' } }] }]);
+    expectUnsupported(refusalOf((body) => toGenerateContentRequest(body, { dropParams: false, droppable }), { ...base, tools, parallel_tool_calls: false, logprobs: true }), 'logprobs');
+  });
+
   it("a tool result whose call is not in the conversation, and arguments that are not a JSON object, are the caller's 400", () => {
     const orphan = refusal({ ...base, messages: [{ role: 'tool', tool_call_id: 'call_x', content: '1' }] });
     expect(orphan.code).toBe('invalid_request');
