@@ -6,13 +6,13 @@
  * with several tool calls (one role chunk, as LangChain needs), tool-call
  * round trips, usage in streams, each error status, in-stream errors
  * before the commit point (retried onto an openai deployment of the same
- * alias) and after it (one SSE error event), the health probe, cancellation,
+ * alias) and after it (one SSE error event), the health probe (in test/provider-health-probes.test.ts), cancellation,
  * and no key in any log or answer.
  */
 import OpenAI, { APIError } from 'openai';
 import { beforeAll, afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { ANTHROPIC_KEY, startAnthropicUpstream, type AnthropicUpstream } from './support/anthropic-upstream.js';
-import { expectNoKeyLeak, TEST_KEY, upstreamCheckStatus, UPSTREAM_KEY, useGateway } from './support/gateway.js';
+import { expectNoKeyLeak, TEST_KEY, UPSTREAM_KEY, useGateway } from './support/gateway.js';
 import { WEATHER, leaveMidStream } from './support/chat-stream.js';
 
 const WRONG_KEY = 'sk-ant-wrong-key-abcdef0123456789';
@@ -301,17 +301,5 @@ describe('anthropic: in-stream errors and the commit point', () => {
     expect(await leaveMidStream(gw.client(), 'claude', 3)).toBe(3);
     await anthropic.waitFor(() => anthropic.messages()[0]!.aborted, 3000);
     expect(anthropic.messages()[0]!.done).toBe(false);
-  });
-});
-
-describe('anthropic: the health probe', () => {
-  it('upstream:<origin> is the free model list, with x-api-key and anthropic-version', async () => {
-    const origin = new URL(anthropic.url).origin;
-    const status = await upstreamCheckStatus(gw, origin, () => anthropic.received.some((r) => r.path === '/v1/models'));
-    expect(status).toBe('healthy');
-    const probe = anthropic.received.find((r) => r.path === '/v1/models');
-    expect(probe?.method).toBe('GET');
-    expect(probe?.headers['x-api-key']).toBe(ANTHROPIC_KEY);
-    expect(probe?.headers['anthropic-version']).toBe('2023-06-01');
   });
 });

@@ -7,14 +7,14 @@
  * tool-call round trips; Titan and Cohere embeddings; each error; exception
  * frames before and after the commit point; signatures the fake rejects
  * (wrong secret, clock skew); cancellation; the time to the first byte;
- * any split of the event stream into TCP chunks; the health probe; no
+ * any split of the event stream into TCP chunks; the health probe (in test/provider-health-probes.test.ts); no
  * secret, session token or signature in any log or answer.
  */
 import fc from 'fast-check';
 import OpenAI, { APIError } from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { AWS_KEYS, AWS_SESSION_KEYS, BEDROCK_API_KEY, startBedrockUpstream, streamFrames, vectorOf, type BedrockReply, type BedrockUpstream } from './support/bedrock-upstream.js';
-import { expectNoKeyLeak, TEST_KEY, upstreamCheckStatus, UPSTREAM_KEY, useGateway } from './support/gateway.js';
+import { expectNoKeyLeak, TEST_KEY, UPSTREAM_KEY, useGateway } from './support/gateway.js';
 import { collect, sseEvents, WEATHER, type Chunk, leaveMidStream } from './support/chat-stream.js';
 
 const MODEL = 'anthropic.claude-fake-v1:0';
@@ -432,19 +432,6 @@ describe('bedrock: exception frames and the commit point', () => {
       }),
       { numRuns: 12 },
     );
-    expect(bedrock.refused).toEqual([]);
-  });
-});
-
-describe('bedrock: the health probe', () => {
-  it('upstream:<origin> is ListAsyncInvokes (GET /async-invoke), signed, which bills nothing', async () => {
-    const origin = new URL(bedrock.url).origin;
-    const status = await upstreamCheckStatus(gw, origin, () => bedrock.received.some((r) => r.path === '/async-invoke'));
-    expect(status).toBe('healthy');
-    const probe = bedrock.received.find((r) => r.path === '/async-invoke');
-    expect(probe?.method).toBe('GET');
-    expect(probe?.query.get('maxResults')).toBe('1');
-    expect(String(probe?.headers.authorization)).toMatch(/^(AWS4-HMAC-SHA256 |Bearer )/);
     expect(bedrock.refused).toEqual([]);
   });
 });

@@ -9,13 +9,13 @@
  * delay as Retry-After, a 400 passed through, 5xx → 502); Gemini's error
  * body mid-stream before the commit point (retried onto an openai
  * deployment) and after it (one SSE error event); a stream cut short; the
- * deadlines; cancellation; the model as one path segment; the health probe;
+ * deadlines; cancellation; the model as one path segment; the health probe (in test/provider-health-probes.test.ts);
  * no key in any log or answer.
  */
 import OpenAI, { APIError } from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { GEMINI_KEY, RATE_LIMITED, startGeminiUpstream, type GeminiError, type GeminiUpstream } from './support/gemini-upstream.js';
-import { expectNoKeyLeak, TEST_KEY, upstreamCheckStatus, UPSTREAM_KEY, useGateway } from './support/gateway.js';
+import { expectNoKeyLeak, TEST_KEY, UPSTREAM_KEY, useGateway } from './support/gateway.js';
 import { collect, sseEvents, WEATHER, leaveMidStream } from './support/chat-stream.js';
 
 const WRONG_KEY = 'AIzaSy-wrong-gemini-key-0123456789abcdef';
@@ -376,17 +376,5 @@ describe('gemini: errors inside a stream and the commit point', () => {
     expect(await leaveMidStream(gw.client(), 'flash', 3)).toBe(3);
     await gemini.waitFor(() => gemini.generations()[0]!.aborted, 3000);
     expect(gemini.generations()[0]!.done).toBe(false);
-  });
-});
-
-describe('gemini: the health probe', () => {
-  it('upstream:<origin> is the free model list (GET /v1beta/models?pageSize=1) with x-goog-api-key', async () => {
-    const origin = new URL(gemini.url).origin;
-    const status = await upstreamCheckStatus(gw, origin, () => gemini.received.some((r) => r.path === '/v1beta/models'));
-    expect(status).toBe('healthy');
-    const probe = gemini.received.find((r) => r.path === '/v1beta/models');
-    expect(probe?.method).toBe('GET');
-    expect(probe?.query.get('pageSize')).toBe('1');
-    expect(probe?.headers['x-goog-api-key']).toBe(GEMINI_KEY);
   });
 });
