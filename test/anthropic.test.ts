@@ -14,6 +14,7 @@ import { beforeAll, afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { ANTHROPIC_KEY, startAnthropicUpstream, type AnthropicUpstream } from './support/anthropic-upstream.js';
 import { expectNoKeyLeak, TEST_KEY, UPSTREAM_KEY, useGateway } from './support/gateway.js';
 import { WEATHER, leaveMidStream } from './support/chat-stream.js';
+import { sseData } from './support/sse.js';
 
 const WRONG_KEY = 'sk-ant-wrong-key-abcdef0123456789';
 let anthropic: AnthropicUpstream;
@@ -267,7 +268,7 @@ describe('anthropic: in-stream errors and the commit point', () => {
     const res = await gw.fetch('/v1/chat/completions', { method: 'POST', body: JSON.stringify({ model: 'claude', stream: true, messages: [{ role: 'user', content: 'x' }] }) });
     expect(res.status).toBe(200);
     const text = await res.text();
-    const events = text.split('\n\n').filter((e) => e.startsWith('data: ')).map((e) => e.slice(6));
+    const events = sseData(text);
     expect(events.slice(0, 2).map((e) => JSON.parse(e).choices[0].delta)).toEqual([{ role: 'assistant', content: '' }, { content: 'Partly' }]);
     expect(events.slice(2)).toHaveLength(1);
     expect(JSON.parse(events[2]!).error).toMatchObject({ code: 'upstream_error', type: 'gateway_error' });
@@ -282,8 +283,8 @@ describe('anthropic: in-stream errors and the commit point', () => {
   it('a stream cut short before message_stop, after content, ends with one SSE error event (upstream_reset)', async () => {
     anthropic.script({ kind: 'cut-short' });
     const res = await gw.fetch('/v1/chat/completions', { method: 'POST', body: JSON.stringify({ model: 'claude', stream: true, messages: [{ role: 'user', content: 'x' }] }) });
-    const events = (await res.text()).split('\n\n').filter((e) => e.startsWith('data: '));
-    expect(JSON.parse(events.at(-1)!.slice(6)).error.code).toBe('upstream_reset');
+    const events = sseData(await res.text());
+    expect(JSON.parse(events.at(-1)!).error.code).toBe('upstream_reset');
   });
 
   it('the deadlines apply: a stream that goes silent after message_start is cut by idle_timeout, each attempt aborted, then 502 upstream_idle_timeout', async () => {

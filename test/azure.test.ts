@@ -12,6 +12,7 @@ import OpenAI, { APIError } from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { AZURE_ERRORS, AZURE_KEY, startAzureUpstream, type AzureUpstream } from './support/azure-upstream.js';
 import { expectNoKeyLeak, TEST_KEY, useGateway } from './support/gateway.js';
+import { sseData } from './support/sse.js';
 
 let azure: AzureUpstream;
 beforeAll(async () => {
@@ -73,7 +74,7 @@ describe('azure: requests and answers', () => {
     const res = await gw.fetch('/v1/chat/completions', { method: 'POST', body: JSON.stringify({ model: 'gpt4o', stream: true, stream_options: { include_usage: true }, tools: [WEATHER], messages: [{ role: 'user', content: 'Weather?' }] }) });
     const text = await res.text();
     expect(text).not.toMatch(/filter_results|content_filter_offsets/);
-    const events = text.split('\n\n').filter((e) => e.startsWith('data: ')).map((e) => e.slice(6));
+    const events = sseData(text);
     expect(events.at(-1)).toBe('[DONE]');
     const chunks = events.slice(0, -1).map((e) => JSON.parse(e) as OpenAI.Chat.Completions.ChatCompletionChunk);
     expect(chunks.every((c) => c.id !== '')).toBe(true);

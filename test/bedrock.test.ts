@@ -15,7 +15,9 @@ import OpenAI, { APIError } from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { AWS_KEYS, AWS_SESSION_KEYS, BEDROCK_API_KEY, startBedrockUpstream, streamFrames, vectorOf, type BedrockReply, type BedrockUpstream } from './support/bedrock-upstream.js';
 import { expectNoKeyLeak, TEST_KEY, UPSTREAM_KEY, useGateway } from './support/gateway.js';
-import { collect, sseEvents, WEATHER, type Chunk, leaveMidStream } from './support/chat-stream.js';
+import { collect, WEATHER, type Chunk, leaveMidStream } from './support/chat-stream.js';
+import { chatBody } from './support/requests.js';
+import { sseData } from './support/sse.js';
 
 const MODEL = 'anthropic.claude-fake-v1:0';
 const ARN = 'arn:aws:bedrock:us-east-1:123456789012:inference-profile/us.anthropic.claude-fake-v1:0';
@@ -70,8 +72,6 @@ router_settings: { num_retries: 2, stream_commit_timeout: 30 }
 `,
   }),
 });
-
-const chatBody = (model: string, extra: Record<string, unknown> = {}) => JSON.stringify({ model, messages: [{ role: 'user', content: 'x' }], ...extra });
 
 describe('bedrock: chat both ways', () => {
   it('a chat completion: a Converse request signed with SigV4 (which the fake verifies), chat.completion back with usage as OpenAI counts', async () => {
@@ -368,7 +368,7 @@ describe('bedrock: exception frames and the commit point', () => {
     const res = await gw.fetch('/v1/chat/completions', { method: 'POST', body: chatBody('claude', { stream: true }) });
     expect(res.status).toBe(200);
     const text = await res.text();
-    const events = sseEvents(text);
+    const events = sseData(text);
     expect(events.slice(0, 2).map((e) => (JSON.parse(e) as Chunk).choices[0]!.delta)).toEqual([{ role: 'assistant', content: '' }, { content: 'Partly' }]);
     expect(events).toHaveLength(3);
     expect((JSON.parse(events[2]!) as { error: unknown }).error).toMatchObject({ code: 'upstream_error', type: 'gateway_error' });
@@ -382,7 +382,7 @@ describe('bedrock: exception frames and the commit point', () => {
   it('a stream cut short before messageStop, after content, ends with one SSE error event (upstream_reset)', async () => {
     bedrock.script({ kind: 'cut-short' });
     const res = await gw.fetch('/v1/chat/completions', { method: 'POST', body: chatBody('claude', { stream: true }) });
-    expect((JSON.parse(sseEvents(await res.text()).at(-1)!) as { error: { code: string } }).error.code).toBe('upstream_reset');
+    expect((JSON.parse(sseData(await res.text()).at(-1)!) as { error: { code: string } }).error.code).toBe('upstream_reset');
   });
 
   it('a stream that goes silent after messageStart is cut by idle_timeout, each attempt aborted, then 502 upstream_idle_timeout', async () => {

@@ -16,7 +16,8 @@ import OpenAI, { APIError } from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { GEMINI_KEY, RATE_LIMITED, startGeminiUpstream, type GeminiError, type GeminiUpstream } from './support/gemini-upstream.js';
 import { expectNoKeyLeak, TEST_KEY, UPSTREAM_KEY, useGateway } from './support/gateway.js';
-import { collect, sseEvents, WEATHER, leaveMidStream } from './support/chat-stream.js';
+import { collect, WEATHER, leaveMidStream } from './support/chat-stream.js';
+import { sseData } from './support/sse.js';
 
 const WRONG_KEY = 'AIzaSy-wrong-gemini-key-0123456789abcdef';
 
@@ -342,7 +343,7 @@ describe('gemini: errors inside a stream and the commit point', () => {
     const res = await gw.fetch('/v1/chat/completions', { method: 'POST', body: JSON.stringify({ model: 'flash', stream: true, messages: [{ role: 'user', content: 'x' }] }) });
     expect(res.status).toBe(200);
     const text = await res.text();
-    const events = sseEvents(text);
+    const events = sseData(text);
     expect(events.slice(0, 2).map((e) => JSON.parse(e).choices[0].delta)).toEqual([{ role: 'assistant', content: '' }, { content: 'Partly' }]);
     expect(events.slice(2)).toHaveLength(1);
     expect(JSON.parse(events[2]!).error).toMatchObject({ code: 'upstream_error', type: 'gateway_error' });
@@ -356,7 +357,7 @@ describe('gemini: errors inside a stream and the commit point', () => {
   it('a stream cut short before its finish reason, after content, ends with one SSE error event (upstream_reset)', async () => {
     gemini.script({ kind: 'cut-short' });
     const res = await gw.fetch('/v1/chat/completions', { method: 'POST', body: JSON.stringify({ model: 'flash', stream: true, messages: [{ role: 'user', content: 'x' }] }) });
-    const events = sseEvents(await res.text());
+    const events = sseData(await res.text());
     expect(JSON.parse(events.at(-1)!).error.code).toBe('upstream_reset');
   });
 
@@ -364,7 +365,7 @@ describe('gemini: errors inside a stream and the commit point', () => {
     gemini.script({ kind: 'hang' });
     const started = performance.now();
     const res = await gw.fetch('/v1/chat/completions', { method: 'POST', body: JSON.stringify({ model: 'flash-idle', stream: true, messages: [{ role: 'user', content: 'x' }] }) });
-    const events = sseEvents(await res.text());
+    const events = sseData(await res.text());
     // The hung stream sent content (the commit point passed): the idle timeout is its one SSE error event.
     expect(JSON.parse(events.at(-1)!).error.code).toBe('upstream_idle_timeout');
     expect(performance.now() - started).toBeLessThan(5000);
