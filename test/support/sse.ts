@@ -30,6 +30,8 @@ export interface ParsedSse {
   readonly invalid: string[];
   /** The event the text ended inside of (no blank line after it): a reader drops it. */
   readonly cut: SseEvent | null;
+  /** The events and comments together, in the order they came (where keep-alives fell between events). */
+  readonly items: ReadonlyArray<{ readonly kind: 'event'; readonly event: SseEvent } | { readonly kind: 'comment'; readonly comment: string }>;
 }
 
 /** Every event, comment and stray line of an SSE body. */
@@ -37,21 +39,26 @@ export function parseSse(text: string): ParsedSse {
   const events: SseEvent[] = [];
   const comments: string[] = [];
   const invalid: string[] = [];
+  const items: Array<{ kind: 'event'; event: SseEvent } | { kind: 'comment'; comment: string }> = [];
   let ended = false;
   let cut: SseEvent | null = null;
   const parser = createParser({
     onEvent: ({ event, data, id }) => {
-      if (ended) cut = { event, data, id };
-      else events.push({ event, data, id });
+      if (ended) return void (cut = { event, data, id });
+      events.push({ event, data, id });
+      items.push({ kind: 'event', event: { event, data, id } });
     },
-    onComment: (comment) => comments.push(comment),
+    onComment: (comment) => {
+      comments.push(comment);
+      items.push({ kind: 'comment', comment });
+    },
     onError: (error) => invalid.push(error.line ?? error.message),
   });
   parser.feed(text);
   // Two more line ends complete whatever the text left open: an event that comes out now was cut off.
   ended = true;
   parser.feed('\n\n');
-  return { events, comments, invalid, cut };
+  return { events, comments, invalid, cut, items };
 }
 
 /** The events of a well-formed SSE body; throws on a line that is no field or an event cut off, which a naive reader would drop. */
