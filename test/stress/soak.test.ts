@@ -317,6 +317,7 @@ describe('soak', () => {
     } finally {
       clearInterval(sampler);
     }
+    // The same settling time: the RSS and fds read after it are the measurement.
     await sleep(SETTLE_MS);
     expect(p.exited(), `the gateway exited during the soak; stderr: ${p.stderr()}`).toBe(false);
     const rssSettled = rssOf(p.pid);
