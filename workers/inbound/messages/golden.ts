@@ -8,7 +8,7 @@
  */
 import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
-import { goldenFiles as providerGoldenFiles, type Golden } from '../../providers/golden.js';
+import { goldenFiles as providerGoldenFiles, writtenSse, type Golden } from '../../providers/golden.js';
 import type { IdSource } from './ids.js';
 
 const DIR = join(import.meta.dirname, 'golden');
@@ -27,22 +27,8 @@ export interface SseEvent {
   readonly data: Record<string, unknown>;
 }
 
-/** SSE text → its events, each as its name and parsed data (the data's keys in wire order). */
-export function parseSse(text: string): SseEvent[] {
-  return text
-    .split('\n\n')
-    .filter((block) => block.length > 0)
-    .map((block) => {
-      let event: string | null = null;
-      const data: string[] = [];
-      for (const line of block.split('\n')) {
-        if (line.startsWith('event: ')) event = line.slice(7);
-        else if (line.startsWith('data: ')) data.push(line.slice(6));
-        else throw new Error(`not an SSE line: ${line}`);
-      }
-      return { event, data: JSON.parse(data.join('\n')) as Record<string, unknown> };
-    });
-}
+/** SSE text → its events, each as its name and parsed data (the data's keys in wire order): the providers' reader. */
+export const parseSse = (text: string): SseEvent[] => writtenSse(text) as SseEvent[];
 
 /** The official SDK, its every request answered by `answer` (no network): its parsers and error classes judge what the gateway writes. */
 export function sdkAnswering(answer: () => Response): Anthropic {

@@ -1,6 +1,7 @@
 /** Reads the golden files of this folder's tests (golden/*.json): recorded-style inputs and OpenAI's wire format out. */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { writtenSse } from '../../providers/golden.js';
 import type { IdSource, Json } from './response.js';
 
 const DIR = join(import.meta.dirname, 'golden');
@@ -18,19 +19,5 @@ export function countingIds(): IdSource {
   return (prefix) => `${prefix}_${++n}`;
 }
 
-/** SSE text → its events, each as its name and parsed data (the data's keys in wire order). */
-export function parseSse(text: string): Array<{ event: string | null; data: Json }> {
-  return text
-    .split('\n\n')
-    .filter((block) => block.length > 0)
-    .map((block) => {
-      let event: string | null = null;
-      const data: string[] = [];
-      for (const line of block.split('\n')) {
-        if (line.startsWith('event: ')) event = line.slice(7);
-        else if (line.startsWith('data: ')) data.push(line.slice(6));
-        else throw new Error(`not an SSE line: ${line}`);
-      }
-      return { event, data: JSON.parse(data.join('\n')) as Json };
-    });
-}
+/** SSE text → its events, each as its name and parsed data (the data's keys in wire order): the providers' reader. */
+export const parseSse = (text: string): Array<{ event: string | null; data: Json }> => writtenSse(text) as Array<{ event: string | null; data: Json }>;
