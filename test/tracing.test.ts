@@ -182,7 +182,8 @@ describe('tracing over OTLP/HTTP protobuf (the default)', () => {
     expect(answer.status).toBe(200);
     const { server, attempts } = await traceOf(t.collector, requestId, 1);
     expect(server.attributes).toMatchObject({ 'gen_ai.provider.name': 'mock', 'gen_ai.response.model': 'chat-small', 'gen_ai.usage.output_tokens': 3, 'gen_ai.response.finish_reasons': ['stop'] });
-    expect(server.attributes['gen_ai.usage.input_tokens']).toBeGreaterThan(0);
+    // The mock counts the words of the last message.
+    expect(server.attributes['gen_ai.usage.input_tokens']).toBe(1);
     expect(attempts[0]?.attributes).not.toHaveProperty('server.address');
   });
 
