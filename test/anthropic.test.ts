@@ -15,6 +15,7 @@ import { ANTHROPIC_KEY, startAnthropicUpstream, type AnthropicUpstream } from '.
 import { expectNoKeyLeak, TEST_KEY, UPSTREAM_KEY, useGateway } from './support/gateway.js';
 import { WEATHER, leaveMidStream } from './support/chat-stream.js';
 import { sseData } from './support/sse.js';
+import { EARLY_MS, MARGIN_MS } from './support/waits.js';
 
 const WRONG_KEY = 'sk-ant-wrong-key-abcdef0123456789';
 let anthropic: AnthropicUpstream;
@@ -293,7 +294,9 @@ describe('anthropic: in-stream errors and the commit point', () => {
     const error = (await gw.client().chat.completions.create({ model: 'claude-idle', stream: true, messages: [{ role: 'user', content: 'x' }] }).catch((e: unknown) => e)) as APIError;
     expect(error.status).toBe(502);
     expect(error.code).toBe('upstream_idle_timeout');
-    expect(performance.now() - started).toBeLessThan(5000);
+    // Three attempts (num_retries 2), each cut idle_timeout (0.3 s) after its last event.
+    expect(performance.now() - started).toBeGreaterThanOrEqual(3 * 300 - EARLY_MS);
+    expect(performance.now() - started).toBeLessThan(3 * 300 + MARGIN_MS);
     await anthropic.waitFor(() => anthropic.messages().length === 3 && anthropic.messages().every((r) => r.aborted), 3000);
   });
 
