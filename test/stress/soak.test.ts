@@ -269,6 +269,8 @@ function percentile(values: number[], p: number): number {
 const { gw, upstream } = useGateway({
   process: { npmStart: true, keepStdout: false, onLine: tally },
   resetUpstreams: false,
+  // The fake takes the key the config gives the deployments (it refuses any other since issue 34, point 2).
+  upstreamKey: UPSTREAM_KEY,
   gateway: (upstream) => ({
     env: { GATEWAY_API_KEY: KEY, LOG_LEVEL: 'info' },
     workers: 2,
