@@ -5,7 +5,6 @@
  * `sleep` stays for what is the point itself (pacing a slow client, a sampling interval, waiting
  * out a period to show that nothing happens), and its caller says why.
  */
-import type { Socket } from 'node:net';
 
 /**
  * What a timed thing may take past its configured value in a test: a timer's turn, a thread hop,
@@ -39,8 +38,3 @@ export async function until<T>(probe: () => T | Promise<T>, what: string, timeou
   }
 }
 
-/** Resolves when `socket` has closed (at once when it is closed already), with the time it closed at (performance.now()). */
-export function closed(socket: Socket): Promise<number> {
-  if (socket.closed) return Promise.resolve(performance.now());
-  return new Promise((resolve) => socket.once('close', () => resolve(performance.now())));
-}
