@@ -120,7 +120,7 @@ describe('BatchedStdout', () => {
     for (const line of lines) out.write(line);
     await new Promise<void>((resolve, reject) => out.flush((err) => (err ? reject(err) : resolve())));
     // flush answers once sonic-boom has nothing queued; the last write may still be in flight.
-    for (let i = 0; i < 100 && readFileSync(file, 'utf8').length < lines.join('').length; i++) await new Promise((r) => setTimeout(r, 10));
+    await expect.poll(() => readFileSync(file, 'utf8').length, { timeout: 1000, interval: 5 }).toBe(lines.join('').length);
     expect(readFileSync(file, 'utf8')).toBe(lines.join(''));
     closeSync(fd);
   });
@@ -128,10 +128,12 @@ describe('BatchedStdout', () => {
   it('a quiet gateway still shows its line within the flush interval', async () => {
     const file = join(mkdtempSync(join(tmpdir(), 'switchyard-log-')), 'out.log');
     const fd = openSync(file, 'w');
+    const written = performance.now();
     new BatchedStdout(fd).write('{"one":"line"}\n');
     expect(readFileSync(file, 'utf8')).toBe('');
-    for (let i = 0; i < 100 && readFileSync(file, 'utf8') === ''; i++) await new Promise((r) => setTimeout(r, 10));
-    expect(readFileSync(file, 'utf8')).toBe('{"one":"line"}\n');
+    // Within the flush interval (src/logging.ts: 200 ms), and a margin for a loaded host (test/support/waits.ts's MARGIN_MS).
+    await expect.poll(() => readFileSync(file, 'utf8'), { timeout: 200 + 500, interval: 5 }).toBe('{"one":"line"}\n');
+    expect(performance.now() - written).toBeLessThan(200 + 500);
     closeSync(fd);
   });
 });

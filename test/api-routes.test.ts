@@ -14,6 +14,8 @@ import { ROUTES, methodsByPath, type RouteSpec } from '../src/front/routes.js';
 import { VERSION } from '../protocol/version.js';
 import { availableCpus } from '../src/config/cpu-limit.js';
 import { defaultYaml, startTestGateway, TEST_KEY, UPSTREAM_KEY, useGateway, type TestGateway } from './support/gateway.js';
+import { chatBody } from './support/requests.js';
+import { sleep, until } from './support/waits.js';
 
 // ───────────────────────── helpers ─────────────────────────
 
@@ -26,10 +28,6 @@ const DEFAULT_ALIASES = ['mock-chat', 'mock-embed', 'up-chat', 'up-embed'];
 const CHAT_ROUTE = '/v1/chat/completions';
 
 type Json = Record<string, unknown>;
-
-function chatBody(model: string, extra: Json = {}): string {
-  return JSON.stringify({ model, messages: [{ role: 'user', content: 'hello there' }], ...extra });
-}
 
 /** The route's path with every `{param}` filled with a configured alias. */
 function concretePath(route: RouteSpec): string {
@@ -136,14 +134,6 @@ function rawExchange(port: number, request: Buffer): Promise<{ status: number; h
     });
     socket.write(request);
   });
-}
-
-async function waitUntil(pred: () => boolean, timeoutMs = 2000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!pred()) {
-    if (Date.now() > deadline) throw new Error('waitUntil: timed out');
-    await new Promise((r) => setTimeout(r, 10));
-  }
 }
 
 // ───────────────────────── the shared gateway ─────────────────────────
@@ -752,8 +742,9 @@ describe('access log', () => {
     const out = await res.text();
 
     const mine = () => gw.logs().filter((l) => l.event === 'access' && l.request_id === id);
-    await waitUntil(() => mine().length > 0);
-    await new Promise((r) => setTimeout(r, 50));
+    await until(() => mine().length > 0, 'the access line', 2000);
+    // Nothing to wait on for "only one": a second line for the request, written late, would come within a turn or two.
+    await sleep(50);
     const lines = mine();
     expect(lines).toHaveLength(1);
     const line = lines[0] as Json;

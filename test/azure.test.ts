@@ -6,12 +6,13 @@
  * api-version and api-key; answers and streams normalised (no filter
  * annotations, no empty-choices chunk, the role first); embeddings; Azure's
  * error bodies normalised and its rate-limit headers kept; the model id as
- * one path segment; the health probe; no key in any log or answer.
+ * one path segment; the health probe (in test/provider-health-probes.test.ts); no key in any log or answer.
  */
 import OpenAI, { APIError } from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { AZURE_ERRORS, AZURE_KEY, startAzureUpstream, type AzureUpstream } from './support/azure-upstream.js';
-import { expectNoKeyLeak, TEST_KEY, upstreamCheckStatus, useGateway } from './support/gateway.js';
+import { expectNoKeyLeak, TEST_KEY, useGateway } from './support/gateway.js';
+import { sseData } from './support/sse.js';
 
 let azure: AzureUpstream;
 beforeAll(async () => {
@@ -73,7 +74,7 @@ describe('azure: requests and answers', () => {
     const res = await gw.fetch('/v1/chat/completions', { method: 'POST', body: JSON.stringify({ model: 'gpt4o', stream: true, stream_options: { include_usage: true }, tools: [WEATHER], messages: [{ role: 'user', content: 'Weather?' }] }) });
     const text = await res.text();
     expect(text).not.toMatch(/filter_results|content_filter_offsets/);
-    const events = text.split('\n\n').filter((e) => e.startsWith('data: ')).map((e) => e.slice(6));
+    const events = sseData(text);
     expect(events.at(-1)).toBe('[DONE]');
     const chunks = events.slice(0, -1).map((e) => JSON.parse(e) as OpenAI.Chat.Completions.ChatCompletionChunk);
     expect(chunks.every((c) => c.id !== '')).toBe(true);
@@ -135,13 +136,4 @@ describe('azure: errors', () => {
     await expectNoKeyLeak(gw, [TEST_KEY, AZURE_KEY, 'azure-wrong-key-0123456789']);
   });
 
-  it('the health probe is the free model list (GET /openai/models with api-version and api-key)', async () => {
-    const origin = new URL(azure.url).origin;
-    const status = await upstreamCheckStatus(gw, origin, () => azure.received.some((r) => r.path === '/openai/models'));
-    expect(status).toBe('healthy');
-    const probe = azure.received.find((r) => r.path === '/openai/models');
-    expect(probe?.method).toBe('GET');
-    expect(probe?.headers['api-key']).toBe(AZURE_KEY);
-    expect(probe?.query.get('api-version')).toBe('2024-10-21');
-  });
 });

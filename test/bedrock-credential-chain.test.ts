@@ -31,6 +31,7 @@ import { CHAIN_WITH_NO_SOURCE, isolatedAwsEnv, startFakeContainerCredentials, st
 import { startBedrockUpstream, type BedrockUpstream } from './support/bedrock-upstream.js';
 import { startTestGatewayProcess, type TestGatewayProcess } from './support/gateway.js';
 import type { FakeRequest } from './support/http-fake.js';
+import { until } from './support/waits.js';
 
 const MODEL = 'anthropic.claude-fake-v1:0';
 const ROLE_ARN = 'arn:aws:iam::123456789012:role/switchyard-bedrock';
@@ -108,9 +109,10 @@ async function readiness(gw: TestGatewayProcess): Promise<{ status: number; chec
 
 /** The log lines of an event, once one has been written (the logger flushes every 200 ms at the latest). */
 async function logged(gw: TestGatewayProcess, event: string): Promise<Array<Record<string, unknown>>> {
-  const lines = () => gw.proc.lines().filter((line) => line.event === event);
-  for (let i = 0; i < 300 && lines().length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10));
-  return lines();
+  return until(() => {
+    const lines = gw.proc.lines().filter((line) => line.event === event);
+    return lines.length > 0 && lines;
+  }, `a ${event} line`, 3000, 10);
 }
 
 async function deploymentCredentials(gw: TestGatewayProcess): Promise<Record<string, unknown>> {

@@ -19,6 +19,7 @@ import type { FakeUpstream } from './support/fake-upstream.js';
 import { spawnGateway } from './support/gateway-process.js';
 import { TEST_KEY, UPSTREAM_KEY, defaultYaml, startTestGateway, type TestGateway, useGateway } from './support/gateway.js';
 import { freePort } from './support/start-command.js';
+import { EARLY_MS, MARGIN_MS, sleep, until } from './support/waits.js';
 
 interface CheckJson {
   name: string;
@@ -38,8 +39,6 @@ interface ReportJson {
 const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,3})?Z$/;
 const STATUSES = ['healthy', 'degraded', 'unhealthy'];
 const GATEWAY_CHECKS = ['event_loop', 'provider_credentials', 'worker_pool'];
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function probe(gw: TestGateway, path: '/health' | '/ready'): Promise<{ status: number; body: ReportJson; ms: number; contentType: string | null }> {
   const started = performance.now();
@@ -76,18 +75,33 @@ const upstreamName = (up: FakeUpstream) => `upstream:${up.origin}`;
 /** What a reason of a check that ran out of time must say. */
 const TIMED_OUT = /timed? ?out|no answer within \d+ ms/i;
 
-/** Probes /health until a completed run is served (not the `health_run` placeholder), optionally a healthy one. */
+/** The probe budget the probe-budget tests configure (probe_budget: 0.3): no /health answer waits longer, plus MARGIN_MS. */
+const BUDGET_MS = 300;
+
+/** Probes /health (each answer within BUDGET_MS) until a completed run is served (not the `health_run` placeholder), optionally a healthy one. */
 async function firstCompleted(gw: TestGateway, options: { healthy?: boolean; withinMs?: number } = {}): Promise<ReportJson> {
-  const deadline = Date.now() + (options.withinMs ?? 8_000);
   let last: ReportJson | undefined;
-  while (Date.now() < deadline) {
-    const answer = await probe(gw, '/health');
-    expect(answer.ms).toBeLessThan(900);
-    last = answer.body;
-    if (!answer.body.checks.some((c) => c.name === 'health_run') && (!options.healthy || answer.body.status === 'healthy')) return answer.body;
-    await sleep(100);
-  }
-  throw new Error(`no ${options.healthy ? 'healthy ' : ''}health run completed in time; last: ${JSON.stringify(last)}`);
+  return until(
+    async () => {
+      const answer = await probe(gw, '/health');
+      expect(answer.ms).toBeLessThan(BUDGET_MS + MARGIN_MS);
+      last = answer.body;
+      return !answer.body.checks.some((c) => c.name === 'health_run') && (!options.healthy || answer.body.status === 'healthy') && answer.body;
+    },
+    `a ${options.healthy ? 'healthy ' : ''}completed health run`,
+    options.withinMs ?? 8_000,
+    100,
+  ).catch((err: Error) => {
+    throw new Error(`${err.message}; last: ${JSON.stringify(last)}`);
+  });
+}
+
+/** A /health answer from a completed run (the run and its upstream probes are over), not the placeholder of one past its budget. */
+async function completedRun(gw: TestGateway): Promise<ReportJson> {
+  const { status, body } = await probe(gw, '/health');
+  expect(status).toBe(200);
+  expect(body.checks.map((c) => c.name)).not.toContain('health_run');
+  return body;
 }
 
 /** Requests the health checks made to a fake upstream (everything it saw, since the gateway sends nothing else here). */
@@ -126,9 +140,9 @@ describe('GET /health and GET /ready: default test config plus one upstream orig
 
   it('the upstream check only sends GET <api_base>/models, with the route key; never a completion', async () => {
     upstream.reset();
-    for (let i = 0; i < 5; i++) expect((await probe(gw, '/health')).status).toBe(200);
-    await sleep(50);
-    expect(upstream.requests.length).toBeGreaterThanOrEqual(5);
+    for (let i = 0; i < 5; i++) await completedRun(gw);
+    // cache_ttl 0: five runs, each its one probe of the origin, over before it answered.
+    expect(upstream.requests).toHaveLength(5);
     expect(upstream.requests.filter((r) => r.method !== 'GET')).toEqual([]);
     expect(upstream.requests.filter((r) => r.method === 'POST')).toHaveLength(0);
     for (const r of upstream.requests) {
@@ -141,8 +155,9 @@ describe('GET /health and GET /ready: default test config plus one upstream orig
   it('/ready sends nothing upstream (upstream checks are not required for readiness)', async () => {
     upstream.reset();
     for (let i = 0; i < 3; i++) await probe(gw, '/ready');
-    await sleep(100);
-    expect(upstream.requests).toEqual([]);
+    // Then one /health run: its probe is the one request the upstream sees (a probe /ready had started would come first).
+    await completedRun(gw);
+    expect(upstream.requests.map((r) => `${r.method} ${r.path}`)).toEqual(['GET /v1/models']);
   });
 
   it('/health/live and /health/liveliness answer without running any check', async () => {
@@ -154,8 +169,9 @@ describe('GET /health and GET /ready: default test config plus one upstream orig
         expect(await res.json()).toEqual({ object: 'health', status: 'ok' });
       }
     }
-    await sleep(100);
-    expect(upstream.requests).toEqual([]);
+    // Then one /health run: its probe is the one request the upstream sees.
+    await completedRun(gw);
+    expect(upstream.requests.map((r) => `${r.method} ${r.path}`)).toEqual(['GET /v1/models']);
   });
 
   it('an upstream that refuses the key makes its check degraded (200), not the gateway unhealthy', async () => {
@@ -218,8 +234,9 @@ health: { cache_ttl: 30 }
   it('200 concurrent /health probes on a fresh gateway: one shared run, exactly one GET /models per origin (TTL 30 s)', async () => {
     expect(modelsGets(a) + modelsGets(b)).toBe(0);
     const answers = await Promise.all(Array.from({ length: 200 }, () => probe(gw, '/health')));
-    await sleep(100);
     expect(answers.every((x) => x.status === 200)).toBe(true);
+    // One completed run (its probes over before it answered) served them all.
+    expect(answers.every((x) => !x.body.checks.some((c) => c.name === 'health_run'))).toBe(true);
     expect(new Set(answers.map((x) => x.body.timestamp)).size).toBe(1);
     expect(modelsGets(a)).toBe(1);
     expect(modelsGets(b)).toBe(1);
@@ -244,8 +261,8 @@ describe('single flight and TTL under 200 concurrent probes', () => {
     const started = performance.now();
     const answers = await Promise.all(Array.from({ length: 200 }, () => probe(gw, '/health')));
     const elapsed = performance.now() - started;
-    await sleep(100);
     expect(answers.every((x) => x.status === 200)).toBe(true);
+    expect(answers.every((x) => !x.body.checks.some((c) => c.name === 'health_run'))).toBe(true);
     const gets = modelsGets(upstream);
     expect(gets).toBeGreaterThanOrEqual(1);
     // At most one run per TTL window the burst spanned.
@@ -257,23 +274,30 @@ describe('single flight and TTL under 200 concurrent probes', () => {
   it('a result is reused within the TTL (with age_ms, not stale) and a new run starts after it', async () => {
     const gw = await start({ yaml: `${defaultYaml(upstream)}\nhealth: { cache_ttl: 0.5 }\n` });
     upstream.reset();
-    const first = await probe(gw, '/health');
-    await sleep(50);
+    const sent = performance.now();
+    const first = await firstCompleted(gw);
+    const answered = performance.now();
     expect(modelsGets(upstream)).toBe(1);
 
-    await sleep(100);
+    // Within the TTL (0.5 s): the same run, its age as old as it is.
     const cached = await probe(gw, '/health');
-    expect(cached.body.timestamp).toBe(first.body.timestamp);
+    const cachedAt = performance.now();
+    expect(cached.body.timestamp).toBe(first.timestamp);
     expect(Number.isInteger(cached.body.age_ms)).toBe(true);
-    expect(cached.body.age_ms).toBeGreaterThanOrEqual(100);
-    expect(cached.body.age_ms).toBeLessThan(500);
+    expect(cached.body.age_ms).toBeGreaterThanOrEqual(Math.floor(cachedAt - cached.ms - answered));
+    expect(cached.body.age_ms).toBeLessThanOrEqual(Math.ceil(cachedAt - sent));
     expect(cached.body.stale).not.toBe(true);
     expect(modelsGets(upstream)).toBe(1);
 
-    await sleep(500);
-    const fresh = await probe(gw, '/health');
-    await sleep(50);
-    expect(fresh.body.timestamp).not.toBe(first.body.timestamp);
+    // Once the TTL is over, the next probe runs the checks again: not sooner, and not much later.
+    const fresh = await until(async () => {
+      const answer = await probe(gw, '/health');
+      return answer.body.timestamp !== first.timestamp && answer;
+    }, 'a fresh run', 500 + MARGIN_MS, 20);
+    const freshAt = performance.now();
+    expect(freshAt - sent).toBeGreaterThanOrEqual(500 - EARLY_MS);
+    expect(freshAt - answered).toBeLessThan(500 + MARGIN_MS);
+    expect(fresh.body.checks.map((c) => c.name)).not.toContain('health_run');
     expect(modelsGets(upstream)).toBe(2);
   });
 });
@@ -288,17 +312,19 @@ describe('probe budget with a hanging upstream (check_timeout 5 s, probe_budget 
     const gw = await start({ yaml: `${defaultYaml(upstream)}\nhealth: { check_timeout: 5, probe_budget: 0.3 }\n` });
     gateways.push(gw);
 
-    const started = Date.now();
     const liveness = probe(gw, '/health');
-    await sleep(20);
+    // Once the run is under way (its probe at the hanging upstream), /health/live is not held by it.
+    await upstream.waitFor(() => upstream.requests.length === 1, 2000);
+    const started = performance.now();
     const live = await gw.fetch('/health/live', { auth: false });
-    const liveMs = Date.now() - started;
+    const liveMs = performance.now() - started;
     expect(live.status).toBe(200);
     expect(liveMs).toBeLessThan(250);
 
+    // Answered at the probe budget (0.3 s), not sooner.
     const { status, body, ms } = await liveness;
-    expect(ms).toBeGreaterThanOrEqual(250);
-    expect(ms).toBeLessThan(900);
+    expect(ms).toBeGreaterThanOrEqual(BUDGET_MS - EARLY_MS);
+    expect(ms).toBeLessThan(BUDGET_MS + MARGIN_MS);
     expect(status).toBe(503);
     expect(body.status).toBe('unhealthy');
     expect(body.stale).toBe(true);
@@ -309,11 +335,11 @@ describe('probe budget with a hanging upstream (check_timeout 5 s, probe_budget 
     // Readiness runs no upstream check: it completes and is served normally.
     const ready = await probe(gw, '/ready');
     expect(ready.status).toBe(200);
-    expect(ready.ms).toBeLessThan(900);
+    expect(ready.ms).toBeLessThan(MARGIN_MS);
 
     // A second liveness probe during the same run is not held either, and starts no second upstream call.
     const again = await probe(gw, '/health');
-    expect(again.ms).toBeLessThan(900);
+    expect(again.ms).toBeLessThan(BUDGET_MS + MARGIN_MS);
     expect(again.body.stale).toBe(true);
     expect(upstream.requests.filter((r) => r.path === '/v1/models')).toHaveLength(1);
   });
@@ -339,10 +365,13 @@ describe('probe budget with a hanging upstream (check_timeout 5 s, probe_budget 
     expect(first.status).toBe('healthy');
 
     upstream.behave({ kind: 'hang' });
-    await sleep(300);
-    const stale = await probe(gw, '/health');
-    expect(stale.ms).toBeLessThan(900);
-    expect(stale.ms).toBeGreaterThanOrEqual(250);
+    // Answers from the cache until its 0.2 s are over; then the next probe starts a run that hangs, and is answered stale at the budget.
+    const stale = await until(async () => {
+      const answer = await probe(gw, '/health');
+      return answer.body.stale === true && answer;
+    }, 'a stale answer', 200 + BUDGET_MS + MARGIN_MS, 20);
+    expect(stale.ms).toBeGreaterThanOrEqual(BUDGET_MS - EARLY_MS);
+    expect(stale.ms).toBeLessThan(BUDGET_MS + MARGIN_MS);
     expect(stale.status).toBe(200);
     expect(stale.body.stale).toBe(true);
     expect(Number.isInteger(stale.body.age_ms)).toBe(true);
@@ -354,19 +383,12 @@ describe('probe budget with a hanging upstream (check_timeout 5 s, probe_budget 
 
   it('on a warmed-up gateway, once the slow run completes: the upstream check is unhealthy with a reason saying it timed out, and a slow-check warning was logged', async () => {
     const gw = gateways[1]!;
-    let body: ReportJson | undefined;
-    const deadline = Date.now() + 8_000;
-    while (Date.now() < deadline) {
+    const body = await until(async () => {
       const answer = await probe(gw, '/health');
-      expect(answer.ms).toBeLessThan(900);
+      expect(answer.ms).toBeLessThan(BUDGET_MS + MARGIN_MS);
       const up = answer.body.checks.find((c) => c.name === upstreamName(upstream));
-      if (up && up.status !== 'healthy') {
-        body = answer.body;
-        break;
-      }
-      await sleep(200);
-    }
-    expect(body, 'the slow health run never completed').toBeDefined();
+      return up !== undefined && up.status !== 'healthy' && answer.body;
+    }, 'the slow health run to complete', 8_000, 200);
     const up = check(body!, upstreamName(upstream));
     expect(up.status).toBe('unhealthy');
     expect(up.reason).toMatch(TIMED_OUT);
@@ -416,8 +438,10 @@ health: { cache_ttl: 0 }
   });
 
   it('an upstream check without a key is still a GET /models, never a POST', async () => {
-    await sleep(50);
-    expect(upstream.requests.length).toBeGreaterThanOrEqual(1);
+    const before = upstream.requests.length;
+    await probe(gw, '/health');
+    // cache_ttl 0: the run probed once.
+    expect(upstream.requests).toHaveLength(before + 1);
     for (const r of upstream.requests) expect([r.method, r.path, r.key]).toEqual(['GET', '/v1/models', null]);
     upstream.takeRefusals();
   });
@@ -475,11 +499,12 @@ health: { cache_ttl: 0 }
 
 describe('TOOLKIT_HEALTH_STARTUP_DELAY', () => {
   it('readiness is unhealthy (check `startup`) during the warm-up window, liveness stays available, then ready', async () => {
-    const t0 = Date.now();
+    const t0 = performance.now();
     const gw = await startTestGateway({ env: { TOOLKIT_HEALTH_STARTUP_DELAY: '1500ms' }, yaml: `${defaultYaml()}\nhealth: { cache_ttl: 0.1 }\n` });
+    const startedAt = performance.now();
     try {
       const ready = await probe(gw, '/ready');
-      expect(Date.now() - t0).toBeLessThan(1_500);
+      expect(performance.now() - t0).toBeLessThan(1_500);
       expect(ready.status).toBe(503);
       expect(check(ready.body, 'startup')).toMatchObject({ status: 'unhealthy', reason: expect.any(String) });
 
@@ -488,20 +513,19 @@ describe('TOOLKIT_HEALTH_STARTUP_DELAY', () => {
       expect(health.body.checks.map((c) => c.name)).not.toContain('startup');
       expect((await gw.fetch('/health/live', { auth: false })).status).toBe(200);
 
-      let readyAt: number | null = null;
-      while (Date.now() - t0 < 4_000) {
+      await until(async () => {
         const r = await probe(gw, '/ready');
-        if (r.status === 200) {
-          readyAt = Date.now() - t0;
-          expect(r.body.checks.map((c) => c.name)).not.toContain('startup');
-          break;
+        if (r.status !== 200) {
+          expect(check(r.body, 'startup').status).toBe('unhealthy');
+          return false;
         }
-        expect(check(r.body, 'startup').status).toBe('unhealthy');
-        await sleep(50);
-      }
-      expect(readyAt, 'never became ready').not.toBeNull();
-      expect(readyAt!).toBeGreaterThanOrEqual(1_500);
-      expect(readyAt!).toBeLessThan(2_500);
+        expect(r.body.checks.map((c) => c.name)).not.toContain('startup');
+        return true;
+      }, 'ready after the warm-up window', 1_500 + MARGIN_MS, 20);
+      // Ready once the window (1.5 s from the start) is over: not sooner, and within MARGIN_MS of it (the cache's 0.1 s included).
+      const readyAt = performance.now();
+      expect(readyAt - t0).toBeGreaterThanOrEqual(1_500 - EARLY_MS);
+      expect(readyAt - startedAt).toBeLessThan(1_500 + MARGIN_MS);
     } finally {
       await gw.close();
     }
@@ -605,15 +629,22 @@ describe('gateway checks (unit, fake worker pool)', () => {
 
   it('event_loop: degraded after the loop was blocked past the threshold, healthy again afterwards', async () => {
     const check = eventLoopCheck(50);
+    // Pacing the monitor (src/supervisor/gateway-checks.ts: a sample every 10 ms), not waits for an event: it measures each
+    // delay from its previous sample, and a check resets it, after which its next sample only starts the count again. So
+    // it must sample before the block, and after it before the check; and a few times more before the healthy check.
+    const SAMPLE_MS = 10;
     try {
-      await sleep(30);
-      const until = performance.now() + 250;
-      while (performance.now() < until) {
+      await sleep(3 * SAMPLE_MS);
+      const blockedUntil = performance.now() + 250;
+      while (performance.now() < blockedUntil) {
         // block the event loop
       }
-      await sleep(30);
-      expect(await run(check)).toMatchObject({ name: 'event_loop', status: 'degraded', reason: expect.stringMatching(/event-loop|delay/) });
-      await sleep(100);
+      await sleep(3 * SAMPLE_MS);
+      const degraded = await run(check);
+      expect(degraded).toMatchObject({ name: 'event_loop', status: 'degraded', reason: expect.stringMatching(/event-loop|delay/) });
+      // The block measured as what it was: 250 ms and a sample interval or so, not a delay of some other cause.
+      expect(degraded.reason).toMatch(/p99 (2[5-9]\d|3[0-4]\d) ms over 50 ms/);
+      await sleep(5 * SAMPLE_MS);
       expect((await run(check)).status).toBe('healthy');
     } finally {
       check.stop();

@@ -9,6 +9,9 @@ import { expectNoRefusals } from './support/routing.js';
 import { deploymentYaml, startScriptedUpstream } from './support/scripted-upstream.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { spawnGateway, type GatewayProcess, type LogLine } from './support/gateway-process.js';
+import { chatBody } from './support/requests.js';
+import { sseData } from './support/sse.js';
+import { EARLY_MS, MARGIN_MS, until } from './support/waits.js';
 
 const KEY = 'sk-lifecycle-test-key';
 
@@ -45,13 +48,11 @@ async function startProcess(configFile: string, env: Record<string, string>): Pr
   };
 }
 
-const chatBody = (model: string, stream: boolean) => JSON.stringify({ model, stream, messages: [{ role: 'user', content: 'drain me' }] });
-
 async function post(port: number, model: string, stream: boolean): Promise<Response> {
   return fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
     method: 'POST',
     headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', connection: 'close' },
-    body: chatBody(model, stream),
+    body: chatBody(model, { stream }, 'drain me'),
   });
 }
 
@@ -99,18 +100,21 @@ describe('graceful drain on SIGTERM', () => {
     }).then((text) => ({ text, at: performance.now() }));
 
     // Ready turns 503 at once; liveness stays 200 (the socket is still open during the delay).
-    await new Promise((r) => setTimeout(r, 100));
-    const ready = await fetch(`http://127.0.0.1:${p.port}/ready`, { headers: { connection: 'close' } });
+    await until(() => signalledAt > 0, 'the first chunk and SIGTERM');
+    const ready = await until(async () => {
+      const res = await fetch(`http://127.0.0.1:${p.port}/ready`, { headers: { connection: 'close' } });
+      return res.status === 503 && res;
+    }, '/ready to turn 503', MARGIN_MS);
     const readyAt = performance.now();
-    expect(ready.status).toBe(503);
+    expect(readyAt - signalledAt).toBeLessThan(MARGIN_MS);
     expect(((await ready.json()) as { checks: Array<{ name: string }> }).checks.map((c) => c.name)).toContain('shutting_down');
     const live = await fetch(`http://127.0.0.1:${p.port}/health/live`, { headers: { connection: 'close' } });
     expect(live.status).toBe(200);
 
-    // After the delay the listen socket is closed: a new connection is refused.
-    await new Promise((r) => setTimeout(r, 600));
-    expect(await connectRefused(p.port)).toBe(true);
+    // After the delay (0.4 s), not before, the listen socket is closed: a new connection is refused.
+    await until(() => connectRefused(p.port), 'a refused connection', 400 + MARGIN_MS);
     const refusedAt = performance.now();
+    expect(refusedAt - signalledAt).toBeLessThan(400 + MARGIN_MS);
 
     const { text, at: streamEndAt } = await streamDone;
     expect(text).toContain('data: [DONE]');
@@ -120,7 +124,8 @@ describe('graceful drain on SIGTERM', () => {
     expect(code).toBe(0);
     const drained = p.lines.find((l) => l.event === 'drain_done');
     expect(drained).toMatchObject({ interrupted: 0 });
-    expect(drained?.socketClosedAtMs as number).toBeGreaterThanOrEqual(380);
+    expect(drained?.socketClosedAtMs as number).toBeGreaterThanOrEqual(400 - EARLY_MS);
+    expect(drained?.socketClosedAtMs as number).toBeLessThan(400 + MARGIN_MS);
     expect(streamEndAt).toBeGreaterThan(refusedAt);
     console.log(
       `drain timeline (ms after SIGTERM): ready 503 observed ≤${Math.round(readyAt - signalledAt)}, socket closed ${String(drained?.socketClosedAtMs)} (refusal observed ≤${Math.round(refusedAt - signalledAt)}), last stream done ${Math.round(streamEndAt - signalledAt)}, exit ${Math.round(exitAt - signalledAt)}`,
@@ -131,14 +136,20 @@ describe('graceful drain on SIGTERM', () => {
     const dir = mkdtempSync(join(tmpdir(), 'switchyard-drain-'));
     const p = await startProcess(writeConfig(dir, LONG_STREAM(1000, 100)), { GATEWAY_DRAIN_DELAY: '0', GATEWAY_DRAIN_TIMEOUT: '0.5' });
     const res = await post(p.port, 'slow-stream', true);
-    const started = performance.now();
-    const text = await readStream(res, () => p.child.kill('SIGTERM'));
-    const tookMs = performance.now() - started;
-    const events = text.split('\n\n').filter((e) => e.startsWith('data: {"error"'));
+    let signalledAt = 0;
+    const text = await readStream(res, () => {
+      signalledAt = performance.now();
+      p.child.kill('SIGTERM');
+    });
+    // Ended at the drain timeout (0.5 s after SIGTERM), not before.
+    const tookMs = performance.now() - signalledAt;
+    const events = sseData(text).filter((e) => e.startsWith('{"error"'));
     expect(events).toHaveLength(1);
-    expect(JSON.parse((events[0] as string).slice(6))).toMatchObject({ error: { type: 'gateway_error', code: 'shutting_down' } });
+    expect(JSON.parse(events[0] as string)).toMatchObject({ error: { type: 'gateway_error', code: 'shutting_down' } });
+    expect(sseData(text).at(-1)).toBe(events[0]);
     expect(text).not.toContain('[DONE]');
-    expect(tookMs).toBeLessThan(3000);
+    expect(tookMs).toBeGreaterThanOrEqual(500 - EARLY_MS);
+    expect(tookMs).toBeLessThan(500 + MARGIN_MS);
     expect(await p.exit).toBe(0);
     expect(p.lines.some((l) => l.event === 'drain_interrupted')).toBe(true);
   });
@@ -148,17 +159,19 @@ describe('graceful drain on SIGTERM', () => {
     const p = await startProcess(writeConfig(dir, LONG_STREAM(1000, 100)), { GATEWAY_DRAIN_DELAY: '0', GATEWAY_DRAIN_TIMEOUT: '60' });
     const res = await post(p.port, 'slow-stream', true);
     let secondAt = 0;
-    const text = await readStream(res, () => {
+    const reading = readStream(res, () => {
       p.child.kill('SIGTERM');
-      setTimeout(() => {
+      // The second once the first is under way: the process has logged its drain.
+      void until(() => p.lines.some((l) => l.event === 'drain_started'), 'the drain_started line').then(() => {
         secondAt = performance.now();
         p.child.kill('SIGTERM');
-      }, 400);
-    });
-    const afterSecond = performance.now() - secondAt;
+      });
+    }).then((t) => ({ t, at: performance.now() }));
+    const { t: text, at: endedAt } = await reading;
     expect(secondAt).toBeGreaterThan(0);
-    expect(afterSecond).toBeLessThan(1500);
-    expect(text).toContain('"code":"shutting_down"');
+    // At once (the drain timeout is 60 s).
+    expect(endedAt - secondAt).toBeLessThan(MARGIN_MS);
+    expect(JSON.parse(sseData(text).at(-1) as string)).toMatchObject({ error: { code: 'shutting_down' } });
     expect(await p.exit).toBe(0);
     expect(p.lines.some((l) => l.event === 'drain_forced')).toBe(true);
   });
@@ -174,30 +187,26 @@ model_list:
     const res = await fetch(`http://127.0.0.1:${port}/v1/models`, { headers: { authorization: `Bearer ${KEY}` } });
     return ((await res.json()) as { data: Array<{ id: string }> }).data.map((m) => m.id);
   };
-  const waitFor = async (pred: () => boolean | Promise<boolean>, ms = 3000) => {
-    const until = performance.now() + ms;
-    while (!(await pred())) {
-      if (performance.now() > until) throw new Error('condition not met in time');
-      await new Promise((r) => setTimeout(r, 25));
-    }
-  };
+  const reloaded = (p: Proc) => until(() => p.lines.some((l) => l.event === 'config_reloaded'), 'the config_reloaded line', 3000, 25);
+  const inFlight = async (port: number) => ((await (await fetch(`http://127.0.0.1:${port}/status`)).json()) as { requests: { in_flight: number } }).requests.in_flight;
 
   it('swaps a valid config whole, in the front and the workers; a request in flight finishes on the config it started with', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'switchyard-reload-'));
     const file = writeConfig(dir, yaml('first', 600));
     const p = await startProcess(file, {});
     expect(await aliases(p.port)).toEqual(['first']);
-    const inFlight = post(p.port, 'first', false);
-    await new Promise((r) => setTimeout(r, 150));
+    const first = post(p.port, 'first', false);
+    // Reload once the call is with the worker (its 600 ms latency running): its config frame comes after the call.
+    await until(async () => (await inFlight(p.port)) === 1, 'the call in flight', 3000, 10);
     writeConfig(dir, yaml('second'));
     p.child.kill('SIGHUP');
-    await waitFor(() => p.lines.some((l) => l.event === 'config_reloaded'));
+    await reloaded(p);
     expect(await aliases(p.port)).toEqual(['second']);
     // The worker routes the new alias and no longer the old one…
     expect((await post(p.port, 'second', false)).status).toBe(200);
     expect((await post(p.port, 'first', false)).status).toBe(404);
     // …while the call that started before the reload completed on its config.
-    const old = await inFlight;
+    const old = await first;
     expect(old.status).toBe(200);
     expect(((await old.json()) as { model: string }).model).toBe('m');
     const status = (await (await fetch(`http://127.0.0.1:${p.port}/status`)).json()) as { config_version: number };
@@ -211,7 +220,7 @@ model_list:
     for (let start = 0; start < 12; start++) {
       const p = await startProcess(file, {});
       p.child.kill('SIGHUP');
-      await waitFor(() => p.child.exitCode !== null || p.child.signalCode !== null || p.lines.some((l) => l.event === 'config_reloaded'));
+      await until(() => p.child.exitCode !== null || p.child.signalCode !== null || p.lines.some((l) => l.event === 'config_reloaded'), 'the reload or an exit', 3000, 25);
       expect({ start, exitCode: p.child.exitCode, signal: p.child.signalCode }).toEqual({ start, exitCode: null, signal: null });
       p.child.kill('SIGKILL');
       await p.exit;
@@ -233,7 +242,7 @@ router_settings: { cooldown_time: 60 }
       expect(first.headers.get('x-switchyard-deployment')).toBe('west');
       writeConfig(dir, routed(['east', 'south']));
       p.child.kill('SIGHUP');
-      await waitFor(() => p.lines.some((l) => l.event === 'config_reloaded'));
+      await reloaded(p);
       const status = (await (await fetch(`http://127.0.0.1:${p.port}/status/models/chat`, { headers: { authorization: `Bearer ${KEY}` } })).json()) as { deployments: Array<{ id: string; state: string; cooldown_remaining_ms: number; last_error: unknown }> };
       const byId = Object.fromEntries(status.deployments.map((d) => [d.id, d]));
       expect(Object.keys(byId)).toEqual(['east', 'south']);
@@ -258,7 +267,7 @@ router_settings: { cooldown_time: 60 }
     expect(await mode()).toMatchObject({ workers: 1, reason: 'config', description: '1 worker: server.workers' });
     writeConfig(dir, `server: { workers: 3 }\n${yaml('sized')}`);
     p.child.kill('SIGHUP');
-    await waitFor(() => p.lines.some((l) => l.event === 'config_reloaded'));
+    await reloaded(p);
     expect(p.lines.filter((l) => l.event === 'reload_needs_restart').map((l) => l.setting)).toEqual(['workers']);
     expect(await mode()).toMatchObject({ workers: 1, reason: 'config', description: '1 worker: server.workers' });
   });
@@ -269,7 +278,7 @@ router_settings: { cooldown_time: 60 }
     const p = await startProcess(file, {});
     writeFileSync(file, 'model_list:\n  - model_name: broken\n    params: { model: no-provider-prefix }\n');
     p.child.kill('SIGHUP');
-    await waitFor(() => p.lines.some((l) => l.event === 'config_reload_failed'));
+    await until(() => p.lines.some((l) => l.event === 'config_reload_failed'), 'the config_reload_failed line', 3000, 25);
     const failure = p.lines.find((l) => l.event === 'config_reload_failed');
     expect(String(failure?.error)).toContain(file);
     expect(String(failure?.error)).toContain('model_list[0].params.model');

@@ -14,6 +14,9 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { Health } from '../src/health/types.js';
 import type { FakeUpstream } from './support/fake-upstream.js';
 import { TEST_KEY, UPSTREAM_KEY, useGateway } from './support/gateway.js';
+import { chatBody } from './support/requests.js';
+import { sseData } from './support/sse.js';
+import { sleep, until } from './support/waits.js';
 
 const CHAT = '/v1/chat/completions';
 const EMBED = '/v1/embeddings';
@@ -66,9 +69,8 @@ function histogram(s: Scrape, name: string, want: Labels = {}): { count: number;
   return { count: found.reduce((n, d) => n + d.count, 0), sum: found.reduce((n, d) => n + (d.sum ?? 0), 0), series: found.length };
 }
 
-function chatBody(model: string, extra: Json = {}): string {
-  return JSON.stringify({ model, messages: [{ role: 'user', content: 'count my tokens please' }], ...extra });
-}
+/** The question every chat here asks: four words, so four prompt tokens for the fake and the mock alike. */
+const ASK = 'count my tokens please';
 
 async function post(path: string, body: string, headers: Record<string, string> = {}, auth = true): Promise<{ status: number; bytes: Buffer }> {
   const res = await gw.fetch(path, { method: 'POST', body, headers, auth });
@@ -81,19 +83,10 @@ async function status(): Promise<{ workers: number; worker_restarts: number; req
   return (await res.json()) as { workers: number; worker_restarts: number; requests: Record<string, number> };
 }
 
-async function until(pred: () => boolean | Promise<boolean>, what: string, timeoutMs = 3000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await pred())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for: ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
 /** The usage object of an SSE body's usage chunk. */
 function streamUsage(sse: string): { prompt_tokens: number; completion_tokens: number } {
-  for (const block of sse.split('\n\n')) {
-    const data = block.startsWith('data: ') ? block.slice(6) : '';
-    if (data === '' || data === '[DONE]') continue;
+  for (const data of sseData(sse)) {
+    if (data === '[DONE]') continue;
     const json = JSON.parse(data) as { usage?: { prompt_tokens: number; completion_tokens: number } | null };
     if (json.usage) return json.usage;
   }
@@ -107,7 +100,7 @@ function accessLine(requestId: string): Json | undefined {
 /** Opens a stream and leaves after its first bytes: the gateway answers it 499. */
 async function leaveStreamEarly(model: string): Promise<void> {
   const url = new URL(gw.url);
-  const body = chatBody(model, { stream: true });
+  const body = chatBody(model, { stream: true }, ASK);
   await new Promise<void>((resolve, reject) => {
     const req = http.request({
       host: url.hostname,
@@ -135,11 +128,11 @@ describe('a provider request moves its series', () => {
   it('a chat moves requests_total, the duration and upstream histograms, and tokens by the usage the upstream sent', async () => {
     const labels = { route: CHAT, model: 'up-chat', provider: 'openai' };
     const s0 = await scrape();
-    const { status: code, bytes } = await post(CHAT, chatBody('up-chat'));
+    const { status: code, bytes } = await post(CHAT, chatBody('up-chat', {}, ASK));
     expect(code).toBe(200);
     const usage = (JSON.parse(bytes.toString('utf8')) as { usage: { prompt_tokens: number; completion_tokens: number } }).usage;
-    expect(usage.prompt_tokens).toBeGreaterThan(0);
-    expect(usage.completion_tokens).toBeGreaterThan(0);
+    // The fake counts words: the four of ASK, and the five of its answer, `echo: ` and ASK.
+    expect(usage).toMatchObject({ prompt_tokens: 4, completion_tokens: 5 });
     const s1 = await scrape();
 
     expect(value(s1, 'switchyard_requests_total', { ...labels, status: '200', status_class: '2xx' })).toBe(value(s0, 'switchyard_requests_total', { ...labels, status: '200', status_class: '2xx' }) + 1);
@@ -163,18 +156,20 @@ describe('a provider request moves its series', () => {
   it('a stream moves time to first token and counts the tokens of its usage chunk; the access line carries ttft_ms', async () => {
     // up-chat twice: its events one per write, then all in one write (read as one verbatim chunk, its
     // `"usage":null` chunks passed over and the usage chunk found on the bytes).
-    for (const [model, provider, whole] of [
-      ['up-chat', 'openai', false],
-      ['up-chat', 'openai', true],
-      ['mock-chat', 'mock', false],
+    // Exact counts: the fake's stream has one token per content chunk (3 by default, 6 here), the mock's five words (mock_stream_chunks: 5).
+    for (const [model, provider, whole, completion] of [
+      ['up-chat', 'openai', false, 3],
+      ['up-chat', 'openai', true, 6],
+      ['mock-chat', 'mock', false, 5],
     ] as const) {
       if (whole) upstream.behaveOnce({ kind: 'stream', chunks: 6, whole: true });
       const label = whole ? `${model}, in one write` : model;
       const id = `metrics-stream-${model}-${whole}-${Date.now()}`;
       const s0 = await scrape();
-      const { status: code, bytes } = await post(CHAT, chatBody(model, { stream: true, stream_options: { include_usage: true } }), { 'x-request-id': id });
+      const { status: code, bytes } = await post(CHAT, chatBody(model, { stream: true, stream_options: { include_usage: true } }, ASK), { 'x-request-id': id });
       expect(code, label).toBe(200);
       const usage = streamUsage(bytes.toString('utf8'));
+      expect(usage, label).toMatchObject({ prompt_tokens: 4, completion_tokens: completion });
       const s1 = await scrape();
 
       const t0 = histogram(s0, 'switchyard_time_to_first_token_seconds', { model, provider });
@@ -198,7 +193,7 @@ describe('a provider request moves its series', () => {
     }
 
     const plain = `metrics-plain-${Date.now()}`;
-    expect((await post(CHAT, chatBody('mock-chat'), { 'x-request-id': plain })).status).toBe(200);
+    expect((await post(CHAT, chatBody('mock-chat', {}, ASK), { 'x-request-id': plain })).status).toBe(200);
     await until(() => accessLine(plain) !== undefined, 'the access line of a plain chat');
     expect(accessLine(plain)).not.toHaveProperty('ttft_ms');
   });
@@ -208,7 +203,7 @@ describe('a provider request moves its series', () => {
     const st0 = await status();
     // Every attempt fails (the lone deployment is tried 1 + num_retries times): the request is one upstream error.
     upstream.behave({ kind: 'status', status: 500 });
-    expect((await post(CHAT, chatBody('up-chat'))).status).toBe(502);
+    expect((await post(CHAT, chatBody('up-chat', {}, ASK))).status).toBe(502);
     const s1 = await scrape();
     const st1 = await status();
     const err = { model: 'up-chat', provider: 'openai', code: 'upstream_error' };
@@ -221,16 +216,16 @@ describe('a provider request moves its series', () => {
 
   it('the body-size histograms move by exactly the bytes received and sent, per route', async () => {
     const cases: Array<{ path: string; body: string; upstream?: Parameters<FakeUpstream['behaveOnce']>[0] }> = [
-      { path: CHAT, body: chatBody('up-chat') },
-      { path: CHAT, body: chatBody('mock-chat', { stream: true, stream_options: { include_usage: true } }) },
+      { path: CHAT, body: chatBody('up-chat', {}, ASK) },
+      { path: CHAT, body: chatBody('mock-chat', { stream: true, stream_options: { include_usage: true } }, ASK) },
       // Multi-byte characters: sizes are bytes, not string lengths.
-      { path: CHAT, body: chatBody('mock-chat', { messages: [{ role: 'user', content: 'héllo wörld ✓ 你好' }] }) },
+      { path: CHAT, body: chatBody('mock-chat', {}, 'héllo wörld ✓ 你好') },
       { path: EMBED, body: JSON.stringify({ model: 'up-embed', input: ['one', 'two'] }) },
       { path: EMBED, body: JSON.stringify({ model: 'mock-embed', input: 'three' }) },
       // Answered by the worker with an error body: still sizes on both sides.
-      { path: CHAT, body: chatBody('no-such-model') },
+      { path: CHAT, body: chatBody('no-such-model', {}, ASK) },
       // A stream cut by the upstream ends with one SSE error event, which counts too.
-      { path: CHAT, body: chatBody('up-chat', { stream: true }), upstream: { kind: 'stream-then-reset', after: 2 } },
+      { path: CHAT, body: chatBody('up-chat', { stream: true }, ASK), upstream: { kind: 'stream-then-reset', after: 2 } },
     ];
     for (const { path, body, upstream: behaviour } of cases) {
       if (behaviour) upstream.behaveOnce(behaviour);
@@ -248,7 +243,7 @@ describe('a provider request moves its series', () => {
     }
 
     // A body refused as too large has no size; the error body sent back does.
-    const big = chatBody('mock-chat', { pad: 'x'.repeat(MAX_BODY) });
+    const big = chatBody('mock-chat', { pad: 'x'.repeat(MAX_BODY) }, ASK);
     const s0 = await scrape();
     const refused = await post(CHAT, big);
     expect(refused.status).toBe(413);
@@ -262,7 +257,7 @@ describe('a provider request moves its series', () => {
 
   it('requests_in_flight and streams_open count a request and a stream while they run, and agree with /status', async () => {
     upstream.behaveOnce({ kind: 'delay', ms: 600 });
-    const slow = post(CHAT, chatBody('up-chat'));
+    const slow = post(CHAT, chatBody('up-chat', {}, ASK));
     await until(() => upstream.openRequests() === 1, 'the slow request at the upstream');
     const during = await scrape();
     const st = await status();
@@ -272,7 +267,7 @@ describe('a provider request moves its series', () => {
     expect((await slow).status).toBe(200);
 
     upstream.behaveOnce({ kind: 'stream', chunks: 4, intervalMs: 150 });
-    const stream = post(CHAT, chatBody('up-chat', { stream: true }));
+    const stream = post(CHAT, chatBody('up-chat', { stream: true }, ASK));
     await until(async () => (await status()).requests.streams_open === 1, 'the stream open at the gateway');
     const streaming = await scrape();
     expect(value(streaming, 'switchyard_streams_open')).toBe(1);
@@ -300,7 +295,7 @@ describe('workers and health checks', () => {
 
   it('switchyard_worker_inflight{worker} has one series per worker and sums to the calls in flight', async () => {
     upstream.behaveOnce({ kind: 'delay', ms: 500 });
-    const slow = post(CHAT, chatBody('up-chat'));
+    const slow = post(CHAT, chatBody('up-chat', {}, ASK));
     await until(() => upstream.openRequests() === 1, 'the slow request at the upstream');
     const s = await scrape();
     const series = (s.m.switchyard_worker_inflight?.data ?? []) as PromData[];
@@ -316,7 +311,8 @@ describe('workers and health checks', () => {
       name: 'metrics_test_degraded',
       requiredForReadiness: false,
       check: async () => {
-        await new Promise((r) => setTimeout(r, 30));
+        // A check that takes 30 ms: its duration is what the histogram records.
+        await sleep(30);
         return Health.degraded('on purpose');
       },
     });
@@ -359,24 +355,24 @@ describe('workers and health checks', () => {
 describe('after a mix of requests', () => {
   beforeAll(async () => {
     const mix: Array<Promise<unknown>> = [];
-    mix.push(post(CHAT, chatBody('up-chat')));
-    mix.push(post(CHAT, chatBody('mock-chat')));
-    mix.push(post(CHAT, chatBody('openai/gpt-4o-mini')));
-    mix.push(post(CHAT, chatBody('up-chat', { stream: true, stream_options: { include_usage: true } })));
+    mix.push(post(CHAT, chatBody('up-chat', {}, ASK)));
+    mix.push(post(CHAT, chatBody('mock-chat', {}, ASK)));
+    mix.push(post(CHAT, chatBody('openai/gpt-4o-mini', {}, ASK)));
+    mix.push(post(CHAT, chatBody('up-chat', { stream: true, stream_options: { include_usage: true } }, ASK)));
     mix.push(post(EMBED, JSON.stringify({ model: 'up-embed', input: 'a' })));
     mix.push(post(EMBED, JSON.stringify({ model: 'mock-embed', input: ['a', 'b'] })));
-    mix.push(post(CHAT, chatBody('no-such-model')));
+    mix.push(post(CHAT, chatBody('no-such-model', {}, ASK)));
     mix.push(post(CHAT, '{"model": "mock-chat", "messages": [')); // not JSON
-    mix.push(post(CHAT, chatBody('up-chat'), {}, false)); // no token
-    mix.push(post(CHAT, chatBody('up-chat'), { authorization: `Bearer ${UPSTREAM_KEY}` }, false)); // the upstream key as a token
+    mix.push(post(CHAT, chatBody('up-chat', {}, ASK), {}, false)); // no token
+    mix.push(post(CHAT, chatBody('up-chat', {}, ASK), { authorization: `Bearer ${UPSTREAM_KEY}` }, false)); // the upstream key as a token
     mix.push(post(EMBED, JSON.stringify({ model: 'up-embed', input: 'a' }), { authorization: `Bearer ${TEST_KEY}x` }, false));
-    mix.push(post(CHAT, chatBody('mock-chat', { pad: 'y'.repeat(MAX_BODY) })));
+    mix.push(post(CHAT, chatBody('mock-chat', { pad: 'y'.repeat(MAX_BODY) }, ASK)));
     await Promise.all(mix);
     // Retried on the lone deployment until num_retries is spent, then answered as the last failure.
     upstream.behave({ kind: 'status', status: 429 });
-    expect((await post(CHAT, chatBody('up-chat'))).status).toBe(429);
+    expect((await post(CHAT, chatBody('up-chat', {}, ASK))).status).toBe(429);
     upstream.behave({ kind: 'status', status: 503 });
-    expect((await post(CHAT, chatBody('up-chat'))).status).toBe(502);
+    expect((await post(CHAT, chatBody('up-chat', {}, ASK))).status).toBe(502);
     upstream.behave({ kind: 'ok' });
     upstream.behaveOnce({ kind: 'stream', chunks: 50, intervalMs: 50 });
     await leaveStreamEarly('up-chat');

@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { spawnGateway } from './support/gateway-process.js';
 import { REFUSED_PORT } from './support/start-command.js';
+import { until } from './support/waits.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const STATIC_IMPORT = /^\s*(?:import|export)\s+(?:[^'";]*?\s+from\s+)?['"]([^'"]+)['"]/gm;
@@ -154,7 +155,7 @@ describe('what each thread loads at start (dist/, built by npm test)', () => {
       expect(answer.status).toBe(502);
       expect(((await answer.json()) as { error: { code: string } }).error.code).toBe('upstream_credentials_unavailable');
       const chainLoaded = () => Object.entries(loadedBy()).filter(([, names]) => names.includes('@aws-sdk/credential-provider-node'));
-      for (let i = 0; i < 200 && chainLoaded().length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+      await until(() => chainLoaded().length > 0, 'a thread that loaded the credential chain', 2000, 10);
       const threads = loadedBy();
       expect(Object.keys(threads).sort(), JSON.stringify(threads)).toEqual(['front', expect.stringMatching(/^worker-\d+$/), expect.stringMatching(/^worker-\d+$/)]);
       expect(chainLoaded().map(([thread]) => thread)).toEqual([expect.stringMatching(/^worker-\d+$/)]);

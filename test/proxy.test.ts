@@ -9,7 +9,9 @@ import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
 import type { FakeUpstream } from './support/fake-upstream.js';
 import { TEST_KEY, UPSTREAM_KEY, useGateway, type TestGateway } from './support/gateway.js';
+import { chatBody } from './support/requests.js';
 import { REFUSED_PORT } from './support/start-command.js';
+import { EARLY_MS, MARGIN_MS, sleep } from './support/waits.js';
 
 // ---- helpers ---------------------------------------------------------------
 
@@ -41,10 +43,10 @@ function words(s: string): number {
 
 /** A chat body of exactly `bytes` bytes (ASCII), for limit boundaries. */
 function chatBodyOfSize(bytes: number, model = 'up-chat'): string {
-  const empty = JSON.stringify({ model, messages: [{ role: 'user', content: '' }] });
+  const empty = chatBody(model, {}, '');
   const pad = bytes - empty.length;
   if (pad < 0) throw new Error('size too small');
-  const body = JSON.stringify({ model, messages: [{ role: 'user', content: 'x'.repeat(pad) }] });
+  const body = chatBody(model, {}, 'x'.repeat(pad));
   expect(Buffer.byteLength(body)).toBe(bytes);
   return body;
 }
@@ -196,8 +198,9 @@ describe('proxy: forwarding, routing and validation (default config)', () => {
       for (const x of d.embedding) expect(Number.isFinite(x)).toBe(true);
     }
     expect(a.data[0]!.embedding).not.toEqual(a.data[1]!.embedding);
-    expect(a.usage.prompt_tokens).toBeGreaterThan(0);
-    expect(a.usage.total_tokens).toBe(a.usage.prompt_tokens);
+    // The mock counts words: two in 'alpha beta', one in 'gamma'.
+    expect(a.usage.prompt_tokens).toBe(3);
+    expect(a.usage.total_tokens).toBe(3);
     const single = await client.embeddings.create({ model: 'mock-embed', input: 'alpha beta', encoding_format: 'float' });
     expect(single.data).toHaveLength(1);
     expect(single.data[0]!.embedding).toEqual(a.data[0]!.embedding);
@@ -223,7 +226,7 @@ describe('proxy: forwarding, routing and validation (default config)', () => {
       expect((err as InstanceType<typeof OpenAI.NotFoundError>).code).toBe('model_not_found');
       expect((err as InstanceType<typeof OpenAI.NotFoundError>).type).toBe('gateway_error');
 
-      const res = await gw.fetch('/v1/chat/completions', { method: 'POST', body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }] }) });
+      const res = await gw.fetch('/v1/chat/completions', { method: 'POST', body: chatBody(model) });
       await expectGatewayError(res, 404, 'model_not_found');
     }
     // Embeddings route the same way.
@@ -255,8 +258,8 @@ describe('proxy: forwarding, routing and validation (default config)', () => {
     const before = upstream.requests.length;
     const res = await gw.fetch(path, { method: 'POST', body });
     await expectGatewayError(res, 400, code);
-    // Give a (wrongly) forwarded request time to land before counting.
-    await new Promise((r) => setTimeout(r, 50));
+    // Nothing to wait on (the point is that nothing is sent): a request forwarded by mistake would land within a loopback round trip.
+    await sleep(50);
     expect(upstream.requests.length).toBe(before);
   });
 
@@ -271,7 +274,7 @@ describe('proxy: forwarding, routing and validation (default config)', () => {
       body,
       headers: { 'x-ratelimit-remaining-requests': '0', 'retry-after': '3', 'set-cookie': 'a=b', 'x-internal-secret': 'nope' },
     });
-    const res = await gw.fetch('/v1/chat/completions', { method: 'POST', body: JSON.stringify({ model: 'up-chat', messages: [{ role: 'user', content: 'hi' }] }) });
+    const res = await gw.fetch('/v1/chat/completions', { method: 'POST', body: chatBody('up-chat') });
     expect(res.status).toBe(status);
     const bytes = Buffer.from(await res.arrayBuffer());
     expect(bytes.equals(Buffer.from(body, 'utf8'))).toBe(true);
@@ -315,7 +318,8 @@ describe('proxy: request body limit (GATEWAY_MAX_BODY_BYTES=1024)', () => {
     expect(chunked.headers['content-length']).toBeDefined();
     expect(JSON.parse(chunked.body)).toEqual({ error: { message: expect.any(String), type: 'gateway_error', code: 'body_too_large' } });
 
-    await new Promise((r) => setTimeout(r, 50));
+    // Nothing to wait on (the point is that nothing is sent): a request forwarded by mistake would land within a loopback round trip.
+    await sleep(50);
     expect(upstream.requests).toHaveLength(0);
 
     // A chunked body under the limit is accepted.
@@ -348,7 +352,7 @@ router_settings: { num_retries: 0 }
   });
 
   const chat = (model = 'up-chat'): Promise<Response> =>
-    gw.fetch('/v1/chat/completions', { method: 'POST', body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }] }) });
+    gw.fetch('/v1/chat/completions', { method: 'POST', body: chatBody(model) });
 
   /**
    * For the timeout cases: the gateway must answer well within 5 s. The client
@@ -360,7 +364,7 @@ router_settings: { num_retries: 0 }
     try {
       const res = await gw.fetch('/v1/chat/completions', {
         method: 'POST',
-        body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }] }),
+        body: chatBody(model),
         signal: AbortSignal.timeout(5000),
       });
       return { res, elapsed: performance.now() - t0 };
@@ -393,9 +397,9 @@ router_settings: { num_retries: 0 }
     upstream.behaveOnce({ kind: 'hang' });
     const { res, elapsed } = await chatWithDeadline('hdr-chat');
     await expectGatewayError(res, 502, 'upstream_headers_timeout');
-    expect(elapsed).toBeGreaterThanOrEqual(250);
-    expect(elapsed).toBeLessThan(3000);
-    await upstream.waitFor(() => upstream.openRequests() === 0, 2000);
+    expect(elapsed).toBeGreaterThanOrEqual(300 - EARLY_MS);
+    expect(elapsed).toBeLessThan(300 + MARGIN_MS);
+    await upstream.waitFor(() => upstream.openRequests() === 0, MARGIN_MS);
     await expectStillServing(gw, upstream);
   });
 
@@ -403,9 +407,9 @@ router_settings: { num_retries: 0 }
     upstream.behaveOnce({ kind: 'trickle', intervalMs: 500 });
     const { res, elapsed } = await chatWithDeadline('idle-chat');
     await expectGatewayError(res, 502, 'upstream_idle_timeout');
-    expect(elapsed).toBeGreaterThanOrEqual(150);
-    expect(elapsed).toBeLessThan(3000);
-    await upstream.waitFor(() => upstream.openRequests() === 0, 2000);
+    expect(elapsed).toBeGreaterThanOrEqual(200 - EARLY_MS);
+    expect(elapsed).toBeLessThan(200 + MARGIN_MS);
+    await upstream.waitFor(() => upstream.openRequests() === 0, MARGIN_MS);
     await expectStillServing(gw, upstream);
   });
 
@@ -413,9 +417,9 @@ router_settings: { num_retries: 0 }
     upstream.behaveOnce({ kind: 'trickle', intervalMs: 50 });
     const { res, elapsed } = await chatWithDeadline('total-chat');
     await expectGatewayError(res, 502, 'upstream_timeout');
-    expect(elapsed).toBeGreaterThanOrEqual(450);
-    expect(elapsed).toBeLessThan(3000);
-    await upstream.waitFor(() => upstream.openRequests() === 0, 2000);
+    expect(elapsed).toBeGreaterThanOrEqual(500 - EARLY_MS);
+    expect(elapsed).toBeLessThan(500 + MARGIN_MS);
+    await upstream.waitFor(() => upstream.openRequests() === 0, MARGIN_MS);
     await expectStillServing(gw, upstream);
   });
 
@@ -461,7 +465,8 @@ router_settings: { num_retries: 0 }
     expect(err).toBeInstanceOf(OpenAI.APIError);
     expect((err as InstanceType<typeof OpenAI.APIError>).status).toBe(503);
     expect((err as InstanceType<typeof OpenAI.APIError>).code).toBe('credentials_missing');
-    await new Promise((r) => setTimeout(r, 50));
+    // Nothing to wait on (the point is that nothing is sent): a request forwarded by mistake would land within a loopback round trip.
+    await sleep(50);
     expect(upstream.requests).toHaveLength(0);
     await expectStillServing(gw, upstream);
   });

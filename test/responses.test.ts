@@ -12,6 +12,8 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { responsesAliases, startResponsesUpstream, type ResponsesUpstream } from './support/responses-upstream.js';
 import { UPSTREAM_KEY, expectNoKeyLeak, startTestGateway, type TestGateway } from './support/gateway.js';
+import { sseEvents } from './support/sse.js';
+import { until } from './support/waits.js';
 
 let up: ResponsesUpstream;
 let gw: TestGateway;
@@ -70,8 +72,7 @@ describe('a client that leaves a Responses stream', () => {
     });
     await expect(stream.finalResponse()).rejects.toThrow();
     const context = gw.gateway.context;
-    const deadline = Date.now() + 2000;
-    while ((context.pool.stats().inFlight > 0 || context.counters.streamsOpen > 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    await until(() => context.pool.stats().inFlight === 0 && context.counters.streamsOpen === 0, 'the call stopped', 2000);
     expect({ pool: context.pool.stats().inFlight, streams: context.counters.streamsOpen, inFlight: context.counters.inFlight }).toEqual({ pool: 0, streams: 0, inFlight: 0 });
     expect(gw.logs().filter((l) => l.event === 'access' && l.model === 'mock-slow').at(-1)).toMatchObject({ route: '/v1/responses', status: 499 });
   });
@@ -161,10 +162,7 @@ describe.each([
     up.failNext({ kind: 'break', after: alias === 'translated' ? 2 : 5 });
     const res = await gw.fetch('/v1/responses', { method: 'POST', body: JSON.stringify({ model: alias, input: 'a fairly long request text', stream: true }) });
     expect(res.status).toBe(200);
-    const events = (await res.text())
-      .split('\n\n')
-      .filter((block) => block.startsWith('event: '))
-      .map((block) => ({ event: block.slice(7, block.indexOf('\n')), data: JSON.parse(block.slice(block.indexOf('data: ') + 6)) as { type: string; sequence_number: number; code?: string; response?: unknown } }));
+    const events = sseEvents(await res.text()).map((e) => ({ event: e.event, data: JSON.parse(e.data) as { type: string; sequence_number: number; code?: string; response?: unknown } }));
     for (const [i, e] of events.entries()) expect([e.event, e.data.sequence_number]).toEqual([e.data.type, i]);
     const tail = events.slice(alias === 'translated' ? -2 : -1);
     expect(tail[0]?.data).toMatchObject({ type: 'error', code: 'upstream_reset', message: 'the provider closed the connection mid-response', param: null });

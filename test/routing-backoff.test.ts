@@ -10,7 +10,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { LogLine } from './support/gateway-process.js';
-import { chat, dataEvents, deploymentStates, startRouted, streamedContent, withRouted } from './support/routing.js';
+import { chat, deploymentStates, startRouted, withRouted } from './support/routing.js';
+import { sseData, streamedContent } from './support/sse.js';
 import { deploymentYaml, type ScriptedDeployment, type ScriptedUpstream, type Step } from './support/scripted-upstream.js';
 
 /** One deployment `solo` and nothing to fall back to; `router` adds router_settings keys. */
@@ -208,7 +209,7 @@ describe('the client and the stream', () => {
       expect(answer.status).toBe(200);
       expect(answer.routing).toEqual({ deployment: 'solo', attempts: '2', fallback: null });
       expect(streamedContent(answer.text)).toBe('from solo');
-      expect(dataEvents(answer.text).filter((e) => e.startsWith('{"error"'))).toEqual([]);
+      expect(sseData(answer.text).filter((e) => e.startsWith('{"error"'))).toEqual([]);
       expect(gapMs(solo)).toBeGreaterThanOrEqual(1000);
       expect(accessLines(gw.logs()).at(-1)).toMatchObject({ stream: true, backoff_reason: '429 Retry-After from solo' });
     }));
@@ -218,7 +219,7 @@ describe('the client and the stream', () => {
       up.at('solo').script({ kind: 'reset-after-content' });
       const answer = await chat(gw, 'chat', { stream: true });
       expect(answer.status).toBe(200);
-      const events = dataEvents(answer.text);
+      const events = sseData(answer.text);
       expect(events.filter((e) => e.startsWith('{"error"'))).toHaveLength(1);
       expect(up.at('solo').received).toHaveLength(1);
     }));

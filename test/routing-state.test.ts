@@ -9,10 +9,18 @@
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../src/config/load.js';
 import { TEST_KEY } from './support/gateway.js';
-import { deploymentYaml } from './support/scripted-upstream.js';
-import { chat, deploymentStates, startRouted, withRouted, type Routed } from './support/routing.js';
+import { deploymentYaml, type Received } from './support/scripted-upstream.js';
+import { chat, deploymentStates, startRouted, withRouted, type Routed, type DeploymentState } from './support/routing.js';
+import { EARLY_MS, MARGIN_MS, sleep, until } from './support/waits.js';
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/**
+ * Polls `/status/models/{alias}` until `id` is in `state`; resolves with when it was seen (performance.now()).
+ * A cooldown of `ms` that began after `from` and before `to` ends `ms` after: seen between from + ms and to + ms + MARGIN_MS.
+ */
+async function stateReached(gw: Routed['gw'], alias: string, id: string, state: DeploymentState['state'], withinMs: number): Promise<number> {
+  await until(async () => (await deploymentStates(gw, alias))[id]?.state === state, `${id} ${state}`, withinMs);
+  return performance.now();
+}
 
 /** chat (east, then west) falling back to spare. */
 const withSpare = () =>
@@ -30,10 +38,14 @@ describe('cooldown, half-open and recovery', () => {
   it('a cooled deployment is half-open when its cooldown ends: exactly one call goes through; its success makes it healthy', () =>
     withRouted(startRouted(['east', 'west'], pair('{ allowed_fails: 1, cooldown_time: 0.3 }')), async ({ gw, up }) => {
       up.at('east').script({ kind: 'status', status: 500 });
+      const sent = performance.now();
       expect((await chat(gw, 'chat')).routing).toEqual({ deployment: 'west', attempts: '2', fallback: null });
+      const answered = performance.now();
       expect((await deploymentStates(gw, 'chat')).east?.state).toBe('cooling_down');
-      await sleep(350);
-      expect((await deploymentStates(gw, 'chat')).east?.state).toBe('half_open');
+      // Half-open when cooldown_time (0.3 s) is over, no sooner.
+      const halfOpen = await stateReached(gw, 'chat', 'east', 'half_open', 300 + MARGIN_MS);
+      expect(halfOpen - sent).toBeGreaterThanOrEqual(300 - EARLY_MS);
+      expect(halfOpen - answered).toBeLessThan(300 + MARGIN_MS);
       // The trial is slow: every call made meanwhile goes to west, on either thread.
       up.at('east').always({ kind: 'ok', latencyMs: 400 });
       up.at('west').always({ kind: 'ok', latencyMs: 100 });
@@ -49,16 +61,24 @@ describe('cooldown, half-open and recovery', () => {
   it("a failed trial cools it again at once; the trial's call still succeeds elsewhere", () =>
     withRouted(startRouted(['east', 'west'], pair('{ allowed_fails: 3, cooldown_time: 0.3 }')), async ({ gw, up }) => {
       up.at('east').script({ kind: 'status', status: 429 });
+      const sent = performance.now();
       await chat(gw, 'chat');
-      await sleep(350);
-      expect((await deploymentStates(gw, 'chat')).east?.state).toBe('half_open');
+      const answered = performance.now();
+      const halfOpen = await stateReached(gw, 'chat', 'east', 'half_open', 300 + MARGIN_MS);
+      expect(halfOpen - sent).toBeGreaterThanOrEqual(300 - EARLY_MS);
+      expect(halfOpen - answered).toBeLessThan(300 + MARGIN_MS);
       up.at('east').script({ kind: 'status', status: 500 });
-      // One failure, not allowed_fails (3): a failed trial cools it again by itself.
+      // One failure, not allowed_fails (3): a failed trial cools it again by itself, for cooldown_time again.
+      const trialSent = performance.now();
       expect((await chat(gw, 'chat')).routing).toEqual({ deployment: 'west', attempts: '2', fallback: null });
+      const trialAnswered = performance.now();
       const east = (await deploymentStates(gw, 'chat')).east;
       expect(east?.state).toBe('cooling_down');
       expect(east?.cooldown_remaining_ms).toBeGreaterThan(200);
-      await sleep(350);
+      expect(east?.cooldown_remaining_ms).toBeLessThanOrEqual(300);
+      const again = await stateReached(gw, 'chat', 'east', 'half_open', 300 + MARGIN_MS);
+      expect(again - trialSent).toBeGreaterThanOrEqual(300 - EARLY_MS);
+      expect(again - trialAnswered).toBeLessThan(300 + MARGIN_MS);
       expect((await chat(gw, 'chat')).routing.deployment).toBe('east');
       expect((await deploymentStates(gw, 'chat')).east?.state).toBe('healthy');
     }));
@@ -128,7 +148,7 @@ router_settings: { fallbacks: [{ solo: [spare] }] }
       expect((await chat(gw, 'chat')).status).toBe(429);
       const t0 = performance.now();
       const answer = await chat(gw, 'chat');
-      expect(performance.now() - t0).toBeLessThan(500);
+      expect(performance.now() - t0).toBeLessThan(MARGIN_MS);
       expect(answer.status).toBe(503);
       expect(JSON.parse(answer.text).error.code).toBe('no_deployment_available');
       expect(answer.headers.get('retry-after')).toMatch(/^[45]$/);
@@ -161,9 +181,9 @@ router_settings: { num_retries: 1, fallbacks: [{ chat: [spare] }] }
       const elapsed = performance.now() - t0;
       expect(answer.status).toBe(502);
       expect(JSON.parse(answer.text).error.code).toBe('upstream_timeout');
-      expect(elapsed).toBeGreaterThanOrEqual(750);
-      expect(elapsed).toBeLessThan(2500);
-      await up.waitFor(() => up.at('east').aborted() === 1);
+      expect(elapsed).toBeGreaterThanOrEqual(800 - EARLY_MS);
+      expect(elapsed).toBeLessThan(800 + MARGIN_MS);
+      await up.waitFor(() => up.at('east').aborted() === 1, MARGIN_MS);
       expect(up.at('west').received).toHaveLength(0);
     }));
 
@@ -178,8 +198,12 @@ router_settings: { num_retries: 1, fallbacks: [{ chat: [spare] }] }
       expect(answer.status).toBe(502);
       expect(JSON.parse(answer.text).error.code).toBe('upstream_timeout');
       expect(answer.routing).toEqual({ deployment: 'west', attempts: '2', fallback: null });
-      expect(elapsed).toBeGreaterThanOrEqual(850);
-      expect(elapsed).toBeLessThan(2500);
+      expect(elapsed).toBeGreaterThanOrEqual(900 - EARLY_MS);
+      expect(elapsed).toBeLessThan(900 + MARGIN_MS);
+      // west's attempt began when east's 0.4 s were over.
+      const westAfterEast = (up.at('west').received[0]?.at as number) - (up.at('east').received[0]?.at as number);
+      expect(westAfterEast).toBeGreaterThanOrEqual(400 - EARLY_MS);
+      expect(westAfterEast).toBeLessThan(400 + MARGIN_MS);
     }));
 
   it('retry_after spaces two attempts on the same deployment', () =>
@@ -190,11 +214,13 @@ router_settings: { retry_after: 0.4 }
 `),
       async ({ gw, up }) => {
         up.at('solo').script({ kind: 'status', status: 500 });
-        const t0 = performance.now();
         const answer = await chat(gw, 'solo');
         expect(answer.status).toBe(200);
         expect(answer.routing.attempts).toBe('2');
-        expect(performance.now() - t0).toBeGreaterThanOrEqual(390);
+        // The second attempt reached the deployment retry_after (0.4 s) after the first.
+        const [first, second] = up.at('solo').received as [Received, Received];
+        expect(second.at - first.at).toBeGreaterThanOrEqual(400 - EARLY_MS);
+        expect(second.at - first.at).toBeLessThan(400 + MARGIN_MS);
       },
     ));
 });
@@ -212,7 +238,9 @@ describe('a client that leaves', () => {
         leave.abort();
         await pending;
         await up.waitFor(() => up.at('west').aborted() === 1);
-        await sleep(300);
+        // Nothing to wait on (the point is that nothing further is tried): a fallback to spare would go at once, within a
+        // loopback round trip (no retry_after between deployments).
+        await sleep(100);
         expect(up.total()).toBe(2);
         await up.waitFor(() => gw.gateway.context.pool.stats().inFlight === 0);
         expect((await deploymentStates(gw, 'chat')).west?.in_flight).toBe(0);
@@ -223,17 +251,18 @@ describe('a client that leaves', () => {
     withRouted(
       startRouted(['solo'], (up) => `
 model_list:${deploymentYaml('solo', up.at('solo'))}
-router_settings: { retry_after: 1 }
+router_settings: { retry_after: 0.4 }
 `),
       async ({ gw, up }) => {
         up.at('solo').always({ kind: 'status', status: 500 });
         const leave = new AbortController();
         const pending = chat(gw, 'solo', {}, { signal: leave.signal }).catch(() => null);
-        await up.waitFor(() => up.at('solo').received.length === 1);
-        await sleep(200);
+        // Its 500 answered: the gateway waits retry_after before the next attempt, and the client leaves meanwhile.
+        await up.waitFor(() => up.at('solo').received[0]?.done === true);
         leave.abort();
         await pending;
-        await sleep(1200);
+        // Nothing to wait on (the point is that no attempt comes): wait out retry_after from the first attempt, and a margin.
+        await sleep((up.at('solo').received[0]?.at as number) + 400 + MARGIN_MS - performance.now());
         expect(up.at('solo').received).toHaveLength(1);
       },
     ));
@@ -290,8 +319,7 @@ router_settings: { cooldown_time: 60 }
       leave.abort();
       await held;
       await up.waitFor(() => up.at('west').aborted() === 1);
-      await sleep(50);
-      expect((await deploymentStates(gw, 'chat')).west?.in_flight).toBe(0);
+      await until(async () => (await deploymentStates(gw, 'chat')).west?.in_flight === 0, 'west given back its place', MARGIN_MS);
       // east still cooling, west hanging on: the new deployment serves.
       up.at('west').always({ kind: 'status', status: 500 });
       expect((await chat(gw, 'chat')).routing).toEqual({ deployment: 'south', attempts: '2', fallback: null });

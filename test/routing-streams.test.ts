@@ -10,7 +10,10 @@
 import http from 'node:http';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { deploymentYaml, type Step } from './support/scripted-upstream.js';
-import { chat, dataEvents, expectNoRefusals, startRouted, streamedContent, type Routed } from './support/routing.js';
+import { chat, expectNoRefusals, startRouted, type Routed } from './support/routing.js';
+import { chatBody } from './support/requests.js';
+import { sseData, streamedContent } from './support/sse.js';
+import { EARLY_MS, MARGIN_MS } from './support/waits.js';
 
 const ROLE = /"role":"assistant"/g;
 
@@ -43,7 +46,7 @@ router_settings: { stream_commit_timeout: 0.4, cooldown_time: 0.01, allowed_fail
     expect(streamedContent(answer.text)).toBe('from west');
     expect(answer.text.match(ROLE)).toHaveLength(1);
     expect(answer.text).not.toContain('"error"');
-    expect(dataEvents(answer.text).at(-1)).toBe('[DONE]');
+    expect(sseData(answer.text).at(-1)).toBe('[DONE]');
     expect(at('east').received).toHaveLength(1);
   });
 
@@ -52,7 +55,7 @@ router_settings: { stream_commit_timeout: 0.4, cooldown_time: 0.01, allowed_fail
     const answer = await chat(r.gw, 'chat', { stream: true });
     expect(answer.status).toBe(200);
     expect(answer.routing).toEqual({ deployment: 'east', attempts: '1', fallback: null });
-    const events = dataEvents(answer.text);
+    const events = sseData(answer.text);
     expect(streamedContent(answer.text)).toBe('from ');
     expect(events.filter((e) => e.startsWith('{"error"'))).toHaveLength(1);
     expect(JSON.parse(events.at(-1) as string).error.code).toBe('upstream_reset');
@@ -88,31 +91,36 @@ router_settings: { stream_commit_timeout: 0.4, cooldown_time: 0.01, allowed_fail
     at('late').always({ kind: 'slow-first-content', ms: 1200 });
     const t0 = performance.now();
     const { headAt, pieces } = await timedStream(r.gw.url, r.gw.key, 'held');
-    expect(headAt - t0).toBeGreaterThanOrEqual(350);
-    expect(headAt - t0).toBeLessThan(1100);
+    // Committed by stream_commit_timeout (0.4 s), no sooner.
+    expect(headAt - t0).toBeGreaterThanOrEqual(400 - EARLY_MS);
+    expect(headAt - t0).toBeLessThan(400 + MARGIN_MS);
     const first = pieces.find((p) => p.text.includes('"role"')) as { at: number; text: string };
-    // The held role chunk leaves with the head, before any keep-alive.
+    // The held role chunk leaves with the head, before any keep-alive; the first keep-alive a stream_keepalive_interval (0.1 s) later.
     const firstComment = pieces.find((p) => p.text.includes(': keepalive'));
     expect(firstComment).toBeDefined();
     expect((firstComment as { at: number }).at).toBeGreaterThanOrEqual(first.at);
+    expect((firstComment as { at: number }).at - headAt).toBeGreaterThanOrEqual(100 - EARLY_MS);
+    expect((firstComment as { at: number }).at - headAt).toBeLessThan(100 + MARGIN_MS);
     const all = pieces.map((p) => p.text).join('');
     expect(all.indexOf(': keepalive')).toBeGreaterThan(all.indexOf('"role"'));
     expect(streamedContent(all)).toMatch(/^from (slow|late)$/);
   });
 
   it('a failure after a commit by stream_commit_timeout is an SSE error event, not a retry', async () => {
-    // The role chunk, then nothing: committed at 0.4 s; the reset at 0.9 s is the client's to see.
+    // The role chunk, then nothing: committed at 0.4 s; the reset after it is the client's to see.
     at('east').script({ kind: 'slow-first-content', ms: 5000 });
-    const pending = chat(r.gw, 'chat', { stream: true });
-    await r.up.waitFor(() => at('east').received.length === 1);
-    await new Promise((resolve) => setTimeout(resolve, 900));
+    const t0 = performance.now();
+    const res = await r.gw.fetch('/v1/chat/completions', { method: 'POST', body: chatBody('chat', { stream: true }) });
+    // The head leaves at the commit, stream_commit_timeout (0.4 s) after the start.
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(400 - EARLY_MS);
+    expect(performance.now() - t0).toBeLessThan(400 + MARGIN_MS);
+    expect(res.status).toBe(200);
+    expect([res.headers.get('x-switchyard-deployment'), res.headers.get('x-switchyard-attempts'), res.headers.get('x-switchyard-fallback')]).toEqual(['east', '1', null]);
     // Drop east's connection now: a failure after the commit.
     at('east').dropConnections();
-    const answer = await pending;
-    expect(answer.status).toBe(200);
-    expect(answer.routing).toEqual({ deployment: 'east', attempts: '1', fallback: null });
-    const events = dataEvents(answer.text);
-    expect(events.at(-1)).toMatch(/^\{"error"/);
+    const events = sseData(await res.text());
+    expect(JSON.parse(events.at(-1) as string).error.code).toBe('upstream_reset');
+    expect(events.filter((e) => e.startsWith('{"error"'))).toHaveLength(1);
     expect(at('west').received).toHaveLength(0);
   });
 });
@@ -129,6 +137,6 @@ function timedStream(base: string, key: string, model: string): Promise<{ headAt
       res.on('error', reject);
     });
     req.on('error', reject);
-    req.end(JSON.stringify({ model, stream: true, messages: [{ role: 'user', content: 'x' }] }));
+    req.end(chatBody(model, { stream: true }, 'x'));
   });
 }

@@ -12,10 +12,11 @@ import http from 'node:http';
 import net from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { useGateway } from './support/gateway.js';
+import { chatBody } from './support/requests.js';
+import { sleep } from './support/waits.js';
 
 const CHAT = '/v1/chat/completions';
 const EMBED = '/v1/embeddings';
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const INVALID_KEY_BODY = '{"error":{"message":"invalid or missing bearer token","type":"gateway_error","code":"invalid_api_key"}}';
 
 // Keys with characters that URL-encoding and base64 change, so every form is a distinct string.
@@ -95,8 +96,6 @@ afterEach(async () => {
   expect(live.status).toBe(200);
   expect(gw.gateway.context.pool.stats().restarts).toBe(0);
 });
-
-const chatBody = (model: string, extra: Record<string, unknown> = {}) => JSON.stringify({ model, messages: [{ role: 'user', content: 'steer me' }], ...extra });
 
 // ───────────────────────── model names cannot steer requests ─────────────────────────
 
@@ -181,6 +180,7 @@ describe('model names cannot steer requests', () => {
       expect(body.error.message, name).not.toMatch(/[\r\n\0]/);
       expect(res.headers.get('x-injected'), name).toBeNull();
     }
+    // Nothing to wait on (the point is that nothing is sent): a request sent by mistake would land within a loopback round trip.
     await sleep(50);
     expect(upstream.requests).toHaveLength(0);
     expect(sentinelConnections).toBe(0);

@@ -10,6 +10,8 @@ import type { ErrorCode } from '../protocol/errors.js';
 import type { Behaviour } from './support/fake-upstream.js';
 import { UPSTREAM_KEY, useGateway } from './support/gateway.js';
 import { REFUSED_PORT } from './support/start-command.js';
+import { chatBody } from './support/requests.js';
+import { sseData } from './support/sse.js';
 
 interface Fault {
   readonly name: string;
@@ -62,7 +64,7 @@ router_settings: { num_retries: 0 }
     },
   });
 
-  const body = (model: string, stream: boolean) => JSON.stringify({ model, stream, messages: [{ role: 'user', content: 'fault' }] });
+  const body = (model: string, stream: boolean) => chatBody(model, { stream }, 'fault');
 
   for (const fault of FAULTS) {
     it(`${fault.name}${fault.stream ? ' (stream)' : ''} → ${fault.code}; slot freed; the next burst served at full speed`, async () => {
@@ -73,10 +75,11 @@ router_settings: { num_retries: 0 }
       if (res.status === 200) {
         // The upstream had answered 200 to a stream: exactly one error event ends it, and no [DONE].
         expect(res.headers.get('content-type')).toContain('text/event-stream');
-        const errors = text.split('\n\n').filter((e) => e.startsWith('data: {"error"'));
+        const events = sseData(text);
+        const errors = events.filter((e) => e.startsWith('{"error"'));
         expect(errors).toHaveLength(1);
-        expect(JSON.parse((errors[0] as string).slice(6))).toMatchObject({ error: { type: 'gateway_error', code: fault.code } });
-        expect(text.trimEnd().endsWith('}')).toBe(true);
+        expect(JSON.parse(errors[0] as string)).toMatchObject({ error: { type: 'gateway_error', code: fault.code } });
+        expect(events.at(-1)).toBe(errors[0]);
         expect(text).not.toContain('[DONE]');
       } else {
         expect(res.status).toBe(502);

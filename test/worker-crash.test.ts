@@ -8,6 +8,12 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { startTestGateway, type TestGateway } from './support/gateway.js';
+import { chatBody } from './support/requests.js';
+import { MARGIN_MS, until } from './support/waits.js';
+
+/** The pool's defaults (src/supervisor/worker-pool.ts): a worker silent this long is stopped; pings go this often. */
+const STALL_MS = 10_000;
+const HEARTBEAT_MS = 1_000;
 
 const yaml = `
 model_list:
@@ -25,8 +31,7 @@ model_list:
     params: { model: mock/fast }
 `;
 
-const chat = (gw: TestGateway, model: string) =>
-  gw.fetch('/v1/chat/completions', { method: 'POST', body: JSON.stringify({ model, messages: [{ role: 'user', content: 'x' }] }) });
+const chat = (gw: TestGateway, model: string) => gw.fetch('/v1/chat/completions', { method: 'POST', body: chatBody(model, {}, 'x') });
 
 describe('worker crash', () => {
   let gw: TestGateway | undefined;
@@ -40,13 +45,13 @@ describe('worker crash', () => {
       gw = await startTestGateway({ yaml, workers: 2 });
       // A slow call goes to one worker (least busy), the faulty call to the other.
       const slow = chat(gw, 'slow');
-      await new Promise((r) => setTimeout(r, 50));
+      const pool = gw.gateway.context.pool;
+      await until(() => pool.stats().inFlight === 1, 'the slow call with a worker');
       const crashed = await chat(gw, fault);
       expect(crashed.status).toBe(502);
       expect(await crashed.json()).toMatchObject({ error: { type: 'gateway_error', code: 'worker_crashed' } });
       const survivor = await slow;
       expect(survivor.status).toBe(200);
-      const pool = gw.gateway.context.pool;
       expect(pool.stats().restarts).toBe(1);
       // The replacement serves: enough calls to land on both workers.
       const after = await Promise.all(Array.from({ length: 6 }, () => chat(gw!, 'fast')));
@@ -85,15 +90,21 @@ describe('worker crash', () => {
 
   it('a worker stuck in a loop: /ready turns 503 while it is silent; after 10 s it is stopped and replaced, its caller gets 502 worker_crashed, the other worker serves throughout', async () => {
     gw = await startTestGateway({ yaml, workers: 2 });
+    const stuckAt = performance.now();
     const stuck = chat(gw, 'hang');
-    await new Promise((r) => setTimeout(r, 300));
+    await until(() => gw!.gateway.context.pool.stats().inFlight === 1, 'the hanging call with a worker');
     expect((await chat(gw, 'fast')).status).toBe(200);
     await expect.poll(async () => (await gw!.fetch('/ready', { auth: false })).status, { timeout: 8_000, interval: 500 }).toBe(503);
     const res = await stuck;
+    // Stopped at the heartbeat that finds it silent for STALL_MS: within a beat of it (worker-pool.test has the timing at 1 s).
+    const stoppedAfter = performance.now() - stuckAt;
+    expect(stoppedAfter).toBeGreaterThanOrEqual(STALL_MS);
+    expect(stoppedAfter).toBeLessThan(STALL_MS + HEARTBEAT_MS + MARGIN_MS);
     expect(res.status).toBe(502);
     expect(await res.json()).toMatchObject({ error: { code: 'worker_crashed' } });
     const stalled = gw.logs().find((l) => l.event === 'worker_stalled') as Record<string, unknown> | undefined;
-    expect(stalled?.silent_ms).toBeGreaterThanOrEqual(10_000);
+    expect(stalled?.silent_ms).toBeGreaterThanOrEqual(STALL_MS);
+    expect(stalled?.silent_ms).toBeLessThan(STALL_MS + HEARTBEAT_MS + MARGIN_MS);
     await expect.poll(async () => (await gw!.fetch('/ready', { auth: false })).status, { timeout: 8_000, interval: 250 }).toBe(200);
     const after = await Promise.all(Array.from({ length: 4 }, () => chat(gw!, 'fast')));
     expect(after.map((r) => r.status)).toEqual([200, 200, 200, 200]);

@@ -36,6 +36,8 @@ import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
 import { Pool } from 'undici';
 import { describe, expect, it } from 'vitest';
 import { useGateway } from '../support/gateway.js';
+import { chatBody } from '../support/requests.js';
+import { sleep } from '../support/waits.js';
 
 const KEY = 'sk-soak-gateway-key-0123456789';
 const UPSTREAM_KEY = 'sk-soak-upstream-key-abcdef';
@@ -71,8 +73,6 @@ const RSS_TOLERANCE = 0.1;
 const FD_SLACK = 8;
 const RSS_SAMPLE_EVERY_MS = 1_000;
 const MiB = 1024 * 1024;
-
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 // ───────────────────────── the gateway process ─────────────────────────
 
@@ -127,8 +127,8 @@ interface Spec {
   readonly check: (text: string) => string | undefined;
 }
 
-const chatBody = (model: string, extra: Record<string, unknown> = {}) =>
-  JSON.stringify({ model, messages: [{ role: 'system', content: 'You are a soak test.' }, { role: 'user', content: 'Say something short about gateways.' }], ...extra });
+const MESSAGES = [{ role: 'system', content: 'You are a soak test.' }, { role: 'user', content: 'Say something short about gateways.' }];
+const soakBody = (model: string, extra: Record<string, unknown> = {}) => chatBody(model, { messages: MESSAGES, ...extra });
 
 function checkChat(text: string): string | undefined {
   const j = JSON.parse(text) as { object?: unknown; choices?: Array<{ message?: { content?: unknown } }> };
@@ -150,26 +150,26 @@ const chunks = (text: string) => (text.match(/"chat\.completion\.chunk"/g) ?? []
 
 /** One cycle of the mix (20 requests): 6 chat, 5 stream, 4 embeddings, 2 live, 2 ready, 1 metrics. */
 const MIX: readonly Spec[] = [
-  { kind: 'chat', method: 'POST', path: CHAT, body: chatBody('up-chat'), check: checkChat },
-  { kind: 'stream', method: 'POST', path: CHAT, body: chatBody('up-chat', { stream: true }), check: checkStream },
+  { kind: 'chat', method: 'POST', path: CHAT, body: soakBody('up-chat'), check: checkChat },
+  { kind: 'stream', method: 'POST', path: CHAT, body: soakBody('up-chat', { stream: true }), check: checkStream },
   { kind: 'embeddings', method: 'POST', path: EMBED, body: JSON.stringify({ model: 'up-embed', input: ['alpha', 'beta', 'gamma'] }), check: checkEmbeddings(3) },
-  { kind: 'chat', method: 'POST', path: CHAT, body: chatBody('mock-chat'), check: checkChat },
+  { kind: 'chat', method: 'POST', path: CHAT, body: soakBody('mock-chat'), check: checkChat },
   { kind: 'live', method: 'GET', path: '/health/live', check: (t) => (t === '{"object":"health","status":"ok"}' ? undefined : `live: ${t}`) },
-  { kind: 'stream', method: 'POST', path: CHAT, body: chatBody('mock-stream', { stream: true }), check: (t) => checkStream(t) ?? (chunks(t) >= 10 ? undefined : `mock stream of ${chunks(t)} chunks`) },
-  { kind: 'chat', method: 'POST', path: CHAT, body: chatBody('up-chat', { max_tokens: 64, temperature: 0.2 }), check: checkChat },
+  { kind: 'stream', method: 'POST', path: CHAT, body: soakBody('mock-stream', { stream: true }), check: (t) => checkStream(t) ?? (chunks(t) >= 10 ? undefined : `mock stream of ${chunks(t)} chunks`) },
+  { kind: 'chat', method: 'POST', path: CHAT, body: soakBody('up-chat', { max_tokens: 64, temperature: 0.2 }), check: checkChat },
   { kind: 'embeddings', method: 'POST', path: EMBED, body: JSON.stringify({ model: 'mock-embed', input: 'one input' }), check: checkEmbeddings(1) },
   { kind: 'ready', method: 'GET', path: '/ready', check: (t) => ((JSON.parse(t) as { status?: unknown }).status !== 'unhealthy' ? undefined : `ready: ${t.slice(0, 300)}`) },
-  { kind: 'stream', method: 'POST', path: CHAT, body: chatBody('up-chat', { stream: true, stream_options: { include_usage: true } }), check: checkStream },
-  { kind: 'chat', method: 'POST', path: CHAT, body: chatBody('mock-chat', { user: 'soak' }), check: checkChat },
+  { kind: 'stream', method: 'POST', path: CHAT, body: soakBody('up-chat', { stream: true, stream_options: { include_usage: true } }), check: checkStream },
+  { kind: 'chat', method: 'POST', path: CHAT, body: soakBody('mock-chat', { user: 'soak' }), check: checkChat },
   { kind: 'embeddings', method: 'POST', path: EMBED, body: JSON.stringify({ model: 'up-embed', input: 'a single string' }), check: checkEmbeddings(1) },
-  { kind: 'stream', method: 'POST', path: CHAT, body: chatBody('mock-chat', { stream: true }), check: checkStream },
+  { kind: 'stream', method: 'POST', path: CHAT, body: soakBody('mock-chat', { stream: true }), check: checkStream },
   { kind: 'metrics', method: 'GET', path: '/metrics', check: (t) => (t.includes('switchyard_requests_total') ? undefined : `metrics without switchyard_requests_total: ${t.slice(0, 200)}`) },
-  { kind: 'chat', method: 'POST', path: CHAT, body: chatBody('up-chat'), check: checkChat },
+  { kind: 'chat', method: 'POST', path: CHAT, body: soakBody('up-chat'), check: checkChat },
   { kind: 'live', method: 'GET', path: '/health/live', check: (t) => (t === '{"object":"health","status":"ok"}' ? undefined : `live: ${t}`) },
   { kind: 'embeddings', method: 'POST', path: EMBED, body: JSON.stringify({ model: 'mock-embed', input: ['x', 'y', 'z', 'w'] }), check: checkEmbeddings(4) },
-  { kind: 'stream', method: 'POST', path: CHAT, body: chatBody('up-chat', { stream: true }), check: checkStream },
+  { kind: 'stream', method: 'POST', path: CHAT, body: soakBody('up-chat', { stream: true }), check: checkStream },
   { kind: 'ready', method: 'GET', path: '/ready', check: (t) => ((JSON.parse(t) as { status?: unknown }).status !== 'unhealthy' ? undefined : `ready: ${t.slice(0, 300)}`) },
-  { kind: 'chat', method: 'POST', path: CHAT, body: chatBody('mock-chat'), check: checkChat },
+  { kind: 'chat', method: 'POST', path: CHAT, body: soakBody('mock-chat'), check: checkChat },
 ];
 
 interface Tally {
@@ -269,6 +269,8 @@ function percentile(values: number[], p: number): number {
 const { gw, upstream } = useGateway({
   process: { npmStart: true, keepStdout: false, onLine: tally },
   resetUpstreams: false,
+  // The fake takes the key the config gives the deployments (it refuses any other since issue 34, point 2).
+  upstreamKey: UPSTREAM_KEY,
   gateway: (upstream) => ({
     env: { GATEWAY_API_KEY: KEY, LOG_LEVEL: 'info' },
     workers: 2,
@@ -297,6 +299,7 @@ describe('soak', () => {
     // Warm-up: same mix, same concurrency (JIT, V8 heaps, undici pools, metric series all reach their working size).
     const warm = newTally();
     const warmMs = await drive(origin, WARMUP_MS, warm);
+    // A settling time, not a wait for an event: the samples after it are the measurement.
     await sleep(SETTLE_MS);
     const fdsWarm = fdsOf(p.pid);
 
@@ -316,6 +319,7 @@ describe('soak', () => {
     } finally {
       clearInterval(sampler);
     }
+    // The same settling time: the RSS and fds read after it are the measurement.
     await sleep(SETTLE_MS);
     expect(p.exited(), `the gateway exited during the soak; stderr: ${p.stderr()}`).toBe(false);
     const rssSettled = rssOf(p.pid);

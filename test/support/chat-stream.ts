@@ -1,4 +1,4 @@
-/** What the provider tests share on the client side: a function tool, and a stream's chunks or raw events collected. */
+/** What the provider tests share on the client side: a function tool, and a stream's chunks collected (raw events: sse.ts). */
 import type OpenAI from 'openai';
 
 export type Chunk = OpenAI.Chat.Completions.ChatCompletionChunk;
@@ -14,9 +14,6 @@ export async function collect(stream: AsyncIterable<Chunk>): Promise<Chunk[]> {
   for await (const chunk of stream) chunks.push(chunk);
   return chunks;
 }
-
-/** The data of each SSE event of a raw answer. */
-export const sseEvents = (text: string): string[] => text.split('\n\n').filter((e) => e.startsWith('data: ')).map((e) => e.slice(6));
 
 /** Streams `model`'s answer to a long question and leaves (aborts) at the `after`-th chunk; the chunks seen. */
 export async function leaveMidStream(client: OpenAI, model: string, after: number): Promise<number> {

@@ -8,20 +8,12 @@ import http from 'node:http';
 import { afterEach, expect } from 'vitest';
 import type { FakeUpstream } from './fake-upstream.js';
 import { UPSTREAM_KEY, useGateway, type TestGateway } from './gateway.js';
+import { chatBody, expectLive } from './requests.js';
+import { until } from './waits.js';
 
 export const MiB = 1024 * 1024;
 export const CHAT = '/v1/chat/completions';
 export const EMBED = '/v1/embeddings';
-export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-export async function until(pred: () => boolean, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!pred()) {
-    if (Date.now() >= deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for: ${what}`);
-    await sleep(5);
-  }
-}
-
 export function percentile(values: number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number;
@@ -45,14 +37,12 @@ export function useClientGateway(): ClientGateway {
     gw,
     inFlight: () => ({ pool: gw.gateway.context.pool.stats().inFlight, counters: gw.gateway.context.counters.inFlight, streams: gw.gateway.context.counters.streamsOpen }),
     async expectIdle(context: string, timeoutMs = 2000) {
-      await until(() => { const f = fx.inFlight(); return f.pool === 0 && f.counters === 0 && f.streams === 0; }, timeoutMs, `${context}: nothing in flight (${JSON.stringify(fx.inFlight())})`);
+      await until(() => { const f = fx.inFlight(); return f.pool === 0 && f.counters === 0 && f.streams === 0; }, `${context}: nothing in flight (${JSON.stringify(fx.inFlight())})`, timeoutMs);
     },
     timedChat: (agent?: http.Agent) => timedChat(fx, agent),
   };
   afterEach(async () => {
-    const live = await gw.fetch('/health/live', { auth: false, signal: AbortSignal.timeout(2000) });
-    expect(live.status).toBe(200);
-    expect(await live.json()).toEqual({ object: 'health', status: 'ok' });
+    await expectLive(gw, 'after the case');
     await fx.expectIdle('after the case');
     expect(gw.gateway.context.pool.stats().restarts).toBe(0);
   });
@@ -78,7 +68,7 @@ model_list:
 }
 
 async function timedChat(fx: ClientGateway, agent?: http.Agent): Promise<number> {
-  const body = JSON.stringify({ model: 'mock-chat', messages: [{ role: 'user', content: 'ping' }] });
+  const body = chatBody('mock-chat', {}, 'ping');
   const t0 = performance.now();
   const { status } = await new Promise<{ status: number }>((resolve, reject) => {
     const req = http.request(

@@ -2,6 +2,8 @@ import http from 'node:http';
 import OpenAI, { AuthenticationError, NotFoundError } from 'openai';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startFakeUpstream, UPSTREAM_KEY, type FakeUpstream } from './fake-upstream.js';
+import { parseSse, sseData } from './sse.js';
+import { sleep } from './waits.js';
 
 let up: FakeUpstream;
 
@@ -19,8 +21,6 @@ afterEach(async () => {
   await up.waitFor(() => up.openRequests() === 0 && up.activeTimers() === 0, 3000);
 });
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
 /** The key the fake takes, as the gateway sends it. */
 const AUTH = { authorization: `Bearer ${UPSTREAM_KEY}` };
 
@@ -36,16 +36,6 @@ function postJson(path: string, body: unknown, init: RequestInit = {}): Promise<
 /** GET with the fake's key. */
 function get(path: string, init: RequestInit = {}): Promise<Response> {
   return fetch(`${up.url}${path}`, { ...init, headers: AUTH });
-}
-
-function sseData(text: string): string[] {
-  return text
-    .split('\n\n')
-    .filter((ev) => ev.trim() !== '')
-    .map((ev) => {
-      expect(ev.startsWith('data: ')).toBe(true);
-      return ev.slice('data: '.length);
-    });
 }
 
 /** Read a fetch body until it ends or errors; returns the text and the error, if any. */
@@ -453,6 +443,7 @@ describe('failure behaviours', () => {
     const ac = new AbortController();
     const p = get('/models', { signal: ac.signal });
     await up.waitFor(() => up.requests.length === 1);
+    // Nothing to wait on (the point is that no headers come): a fake that answered would within a loopback round trip.
     await sleep(50);
     expect(up.openRequests()).toBe(1);
     expect(up.abortedRequests()).toBe(0);
@@ -483,7 +474,8 @@ describe('failure behaviours', () => {
     await up.waitFor(() => up.abortedRequests() === 1);
     expect(up.activeTimers()).toBe(0);
     const sent = up.bytesSent();
-    await sleep(100);
+    // Nothing to wait on (the point is that nothing more is sent): two of its 30 ms intervals.
+    await sleep(60);
     expect(up.bytesSent()).toBe(sent);
   });
 
@@ -613,11 +605,11 @@ describe('stream behaviours', () => {
     up.behave({ kind: 'stream-malformed', variant: 'no-data-prefix' });
     const res = await postJson('/chat/completions', { model: 'm', stream: true, messages: [] });
     expect(res.headers.get('content-type')).toBe('text/event-stream');
-    const events = (await res.text()).split('\n\n').filter((s) => s !== '');
-    expect(events).toHaveLength(3);
-    expect(events[0]!.startsWith('{')).toBe(true);
-    expect((JSON.parse(events[0]!) as { object: string }).object).toBe('chat.completion.chunk');
-    expect(events[2]).toBe('data: [DONE]');
+    // The chunks are lines that are no SSE field: a reader drops them, and sees only [DONE].
+    const { events, invalid } = parseSse(await res.text());
+    expect(invalid).toHaveLength(2);
+    expect((JSON.parse(invalid[0]!) as { object: string }).object).toBe('chat.completion.chunk');
+    expect(events.map((e) => e.data)).toEqual(['[DONE]']);
   });
 
   it('stream-malformed non-json-data', async () => {
@@ -648,11 +640,11 @@ describe('stream behaviours', () => {
     const reader = res.body!.getReader();
     const dec = new TextDecoder();
     let text = '';
-    while (text.split('\n\n').length < 6) {
+    while (parseSse(text).events.length < 5) {
       const { value } = await reader.read();
       text += dec.decode(value, { stream: true });
     }
-    const first = JSON.parse(sseData(text.split('\n\n').slice(0, 5).join('\n\n'))[0]!) as Record<string, any>;
+    const first = JSON.parse(parseSse(text).events[0]!.data) as Record<string, any>;
     expect(first.object).toBe('chat.completion.chunk');
     expect((first.choices[0].delta.content as string).length).toBe(1024);
     ac.abort();
@@ -673,6 +665,7 @@ describe('stream behaviours', () => {
     let last = -1;
     let plateau = -1;
     for (let i = 0; i < 100 && plateau < 0; i++) {
+      // A sampling interval: two equal samples 100 ms apart are the plateau.
       await sleep(100);
       const now = up.bytesSent();
       if (now === last) plateau = now;
@@ -689,6 +682,7 @@ describe('stream behaviours', () => {
     await up.waitFor(() => up.abortedRequests() === 1);
     await up.waitFor(() => up.activeTimers() === 0);
     const sent = up.bytesSent();
+    // Nothing to wait on (the point is that nothing more is sent once the client is gone).
     await sleep(50);
     expect(up.bytesSent()).toBe(sent);
   });

@@ -18,6 +18,7 @@
 import http from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { until } from './waits.js';
 
 export interface RecordedRequest {
   method: string;
@@ -785,23 +786,8 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
     bytesSent: () => bytes,
     activeTimers: () => allTimers.size,
     connectionsAccepted: () => accepted,
-    waitFor(pred, timeoutMs = 2000) {
-      const deadline = Date.now() + timeoutMs;
-      return new Promise<void>((resolve, reject) => {
-        const check = (): void => {
-          let ok: boolean;
-          try {
-            ok = pred();
-          } catch (err) {
-            reject(err instanceof Error ? err : new Error(String(err)));
-            return;
-          }
-          if (ok) resolve();
-          else if (Date.now() >= deadline) reject(new Error(`fake-upstream waitFor: timed out after ${timeoutMs} ms`));
-          else setTimeout(check, 5);
-        };
-        check();
-      });
+    async waitFor(pred, timeoutMs = 2000) {
+      await until(pred, 'a condition on the fake upstream', timeoutMs);
     },
     close() {
       closing ??= new Promise<void>((resolve) => {

@@ -301,18 +301,3 @@ function standIn<T extends object>(current: () => T | undefined, name: string): 
     has: (_, property) => Reflect.has(target(), property),
   });
 }
-
-/**
- * The status of the gateway's `upstream:<origin>` health check once a health run has reached the
- * upstream (`reached` says so): a run within the health cache's TTL is answered from the cache, so
- * /health is asked until one reaches it, 5 s at most.
- */
-export async function upstreamCheckStatus(gw: GatewayEndpoint, origin: string, reached: () => boolean): Promise<string | undefined> {
-  let status: string | undefined;
-  for (let i = 0; i < 50 && !reached(); i++) {
-    const report = (await (await gw.fetch('/health')).json()) as { checks: Array<{ name: string; status: string }> };
-    status = report.checks.find((c) => c.name === `upstream:${origin}`)?.status;
-    if (!reached()) await new Promise((r) => setTimeout(r, 100));
-  }
-  return status;
-}

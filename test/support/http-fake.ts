@@ -8,6 +8,7 @@
 import http from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { fakeTimers, listenOnLoopback, onJsonBody } from './listen.js';
+import { until } from './waits.js';
 
 export interface FakeRequest {
   readonly method: string;
@@ -67,11 +68,7 @@ export async function startFakeServer(handler: FakeHandler): Promise<FakeServer>
     received,
     inFlight: () => open,
     async waitFor(pred, timeoutMs = 3000) {
-      const until = performance.now() + timeoutMs;
-      while (!pred()) {
-        if (performance.now() > until) throw new Error(`waitFor: not true within ${timeoutMs} ms`);
-        await new Promise((resolve) => setTimeout(resolve, 5));
-      }
+      await until(pred, 'a condition on the fake', timeoutMs);
     },
     close: () =>
       new Promise<void>((resolve) => {

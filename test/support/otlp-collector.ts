@@ -14,6 +14,7 @@ import http from 'node:http';
 import type { IncomingHttpHeaders } from 'node:http';
 import { gunzipSync } from 'node:zlib';
 import { fakeTimers, listenOnLoopback } from './listen.js';
+import { until } from './waits.js';
 
 export type AttributeValue = string | number | boolean | null | AttributeValue[] | { readonly [key: string]: AttributeValue };
 
@@ -103,11 +104,9 @@ export async function startOtlpCollector(): Promise<OtlpCollector> {
     exports,
     mode: (next) => void (mode = next),
     async waitFor(pred, timeoutMs = 5000) {
-      const until = performance.now() + timeoutMs;
-      while (!pred()) {
-        if (performance.now() > until) throw new Error(`collector: not true within ${timeoutMs} ms (${spans.length} spans so far: ${spans.map((s) => s.name).join(', ')})`);
-        await new Promise((resolve) => setTimeout(resolve, 10));
-      }
+      await until(pred, 'a condition on the collector', timeoutMs, 10).catch((err: Error) => {
+        throw new Error(`${err.message} (${spans.length} spans so far: ${spans.map((s) => s.name).join(', ')})`);
+      });
     },
     reset() {
       spans.length = 0;

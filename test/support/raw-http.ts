@@ -4,6 +4,14 @@
  * for watching exactly what the server writes and when it closes.
  */
 import net from 'node:net';
+import { MARGIN_MS } from './waits.js';
+
+/**
+ * When uWS's idle timeout closes a connection that sent nothing more: its timeout is 10 s, swept
+ * every 4 s, so 8 to 12 s after the last byte it took as activity (the lower bound leaves 0.2 s
+ * for the clocks). uWS's own constant, which the gateway cannot configure.
+ */
+export const UWS_IDLE_CLOSE_MS = { min: 7_800, max: 12_000 + MARGIN_MS } as const;
 
 export interface RawResult {
   /** Every byte the server sent, as latin1. */

@@ -6,6 +6,7 @@
 import { expect } from 'vitest';
 import { startTestGateway, type TestGateway } from './gateway.js';
 import { startScriptedUpstream, type Received, type ScriptedUpstream } from './scripted-upstream.js';
+import { chatBody } from './requests.js';
 
 export interface Routed {
   readonly up: ScriptedUpstream;
@@ -65,7 +66,7 @@ export interface Answer {
 
 /** One chat request through the gateway, read whole. */
 export async function chat(gw: TestGateway, model: string, extra: Record<string, unknown> = {}, init: RequestInit = {}): Promise<Answer> {
-  const res = await gw.fetch('/v1/chat/completions', { method: 'POST', body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }], ...extra }), ...init });
+  const res = await gw.fetch('/v1/chat/completions', { method: 'POST', body: chatBody(model, extra), ...init });
   const text = await res.text();
   return {
     status: res.status,
@@ -91,23 +92,4 @@ export async function deploymentStates(gw: TestGateway, alias: string): Promise<
   const res = await gw.fetch(`/status/models/${encodeURIComponent(alias)}`);
   const body = (await res.json()) as { deployments: DeploymentState[] };
   return Object.fromEntries(body.deployments.map((d) => [d.id, d]));
-}
-
-/** The text of a stream's `data:` events, in order. */
-export function dataEvents(text: string): string[] {
-  return text
-    .split('\n\n')
-    .filter((e) => e.startsWith('data: '))
-    .map((e) => e.slice(6));
-}
-
-/** The content a stream's chunks carry, joined. */
-export function streamedContent(text: string): string {
-  let out = '';
-  for (const data of dataEvents(text)) {
-    if (data === '[DONE]' || data.startsWith('{"error"')) continue;
-    const chunk = JSON.parse(data) as { choices?: Array<{ delta?: { content?: string } }> };
-    out += chunk.choices?.[0]?.delta?.content ?? '';
-  }
-  return out;
 }

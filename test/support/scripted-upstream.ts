@@ -22,6 +22,7 @@
 import http from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { fakeTimers, listenOnLoopback, onJsonBody } from './listen.js';
+import { until } from './waits.js';
 
 /** What a deployment does with one request. */
 export type Step =
@@ -150,19 +151,11 @@ export async function startScriptedUpstream(names: readonly string[]): Promise<S
     total: () => deployments.reduce((n, d) => n + d.received.length, 0),
     refusals: () => deployments.flatMap((d) => d.refusals()),
     reset: () => deployments.forEach((d) => d.reset()),
-    waitFor: (pred, timeoutMs = 2000) => waitFor(pred, timeoutMs),
+    waitFor: async (pred, timeoutMs = 2000) => void (await until(pred, 'a condition on the scripted deployments', timeoutMs)),
     close: async () => {
       await Promise.all(deployments.map((d) => d.close()));
     },
   };
-}
-
-async function waitFor(pred: () => boolean, timeoutMs: number): Promise<void> {
-  const until = performance.now() + timeoutMs;
-  while (!pred()) {
-    if (performance.now() > until) throw new Error(`waitFor: not true within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
 }
 
 async function startDeployment(name: string): Promise<ScriptedDeployment & { close(): Promise<void> }> {

@@ -1,7 +1,10 @@
 /**
  * What the inbound formats' golden-file tests share (workers/inbound/<format>/golden.ts): ids that
- * count, so a golden file can name them, and a strict reader of the SSE the translators write.
+ * count, so a golden file can name them, and the strict reader of the SSE the translators write
+ * (the providers' goldens' `writtenSse`: a line that is no field, a comment, or text that ends
+ * inside an event fails the test).
  */
+import { writtenSse } from '../providers/golden.js';
 
 /** Ids that count from 1 across prefixes (`resp_1`, `msg_2`, `toolu_3`, …). */
 export function countingIds(): (prefix: string) => string {
@@ -14,22 +17,5 @@ export interface SseEvent {
   readonly data: Record<string, unknown>;
 }
 
-/**
- * SSE text → its events, each as its name and parsed data (the data's keys in wire order). Strict:
- * a translator writes `event:` and `data:` lines only, so any other line is a defect it reports.
- */
-export function parseSse(text: string): SseEvent[] {
-  return text
-    .split('\n\n')
-    .filter((block) => block.length > 0)
-    .map((block) => {
-      let event: string | null = null;
-      const data: string[] = [];
-      for (const line of block.split('\n')) {
-        if (line.startsWith('event: ')) event = line.slice(7);
-        else if (line.startsWith('data: ')) data.push(line.slice(6));
-        else throw new Error(`not an SSE line: ${line}`);
-      }
-      return { event, data: JSON.parse(data.join('\n')) as Record<string, unknown> };
-    });
-}
+/** SSE text → its events, each as its name and parsed data (the data's keys in wire order). */
+export const parseSse = (text: string): SseEvent[] => writtenSse(text) as SseEvent[];

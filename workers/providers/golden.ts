@@ -19,6 +19,7 @@
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
+import { createParser } from 'eventsource-parser';
 import { expect, it } from 'vitest';
 import { GatewayError } from '../../protocol/errors.js';
 import { carriesContent } from '../routing/commit-gate.js';
@@ -170,17 +171,33 @@ export function sseText(events: ReadonlyArray<{ readonly event?: string; readonl
   return events.map((e) => `${e.event === undefined ? '' : `event: ${e.event}\n`}data: ${typeof e.data === 'string' ? e.data : JSON.stringify(e.data)}\n\n`).join('');
 }
 
+/**
+ * SSE text a translator wrote, as a client reads it: each event's `event:` name (null without one)
+ * and its data parsed (`[DONE]` kept as the string). Read with eventsource-parser, which shares no
+ * code with the gateway's own parser (as test/support/sse.ts, which workers/ cannot import: the
+ * build compiles this file without test/), and strictly: a line that is no field, a comment, or
+ * text that ends inside an event fails the test, where a reader would drop it.
+ */
+export function writtenSse(text: string): Array<{ event: string | null; data: unknown }> {
+  const events: Array<{ event: string | null; data: unknown }> = [];
+  const problems: string[] = [];
+  let ended = false;
+  const parser = createParser({
+    onEvent: ({ event, data }) => {
+      if (ended) problems.push(`the text ends inside an event: ${data.slice(0, 200)}`);
+      else events.push({ event: event ?? null, data: data === '[DONE]' ? data : (JSON.parse(data) as unknown) });
+    },
+    onComment: (comment) => problems.push(`a comment: ${comment}`),
+    onError: (error) => problems.push(`not an SSE line: ${error.line ?? error.message}`),
+  });
+  parser.feed(text);
+  ended = true;
+  parser.feed('\n\n');
+  if (problems.length > 0) throw new Error(`${problems.join('; ')} in ${JSON.stringify(text.slice(0, 500))}`);
+  return events;
+}
+
 /** SSE text as the data of each event, parsed (`[DONE]` kept as the string). */
 export function sseData(text: string): unknown[] {
-  return text
-    .split('\n\n')
-    .filter((block) => block.length > 0)
-    .map((block) => {
-      const data = block
-        .split('\n')
-        .filter((line) => line.startsWith('data: '))
-        .map((line) => line.slice(6))
-        .join('\n');
-      return data === '[DONE]' ? data : (JSON.parse(data) as unknown);
-    });
+  return writtenSse(text).map((e) => e.data);
 }
