@@ -20,18 +20,18 @@
 import { wholePayload, type Payload } from '../../../protocol/channel.js';
 import type { Upstream } from '../../../protocol/config.js';
 import { errorEvent, errorTypeOf, fromCompatibleError, statusOfCode } from '../../../protocol/anthropic-errors.js';
-import { GatewayError, type ErrorCode } from '../../../protocol/errors.js';
+import type { ErrorCode } from '../../../protocol/errors.js';
 import type { Backoff, HeaderList, Operation, RouteLabels, Usage } from '../../../protocol/frames.js';
 import { utf8Text } from '../../bytes.js';
 import type { ClientSink } from '../../routing/attempts.js';
 import { SseParser } from '../../sse.js';
+import { replyTranslated } from '../whole-reply.js';
 import { uniqueIds, type IdSource } from './ids.js';
 import { toMessage } from './reply.js';
 import { toChatRequest, type ChatTranslation } from './request.js';
 import { MessagesEventStream } from './stream.js';
 
 type Json = Record<string, unknown>;
-type FailData = { code: ErrorCode; message: string; events?: string };
 
 /** The adapter has bounded each event by the response limit already; this only keeps the parser's own check meaningful. */
 const MAX_EVENT_BYTES = 64 * 1024 * 1024;
@@ -117,15 +117,7 @@ export class MessagesSink implements ClientSink {
       this.#inner.reply(status, contentType, headers, body, usage, upstreamMs);
       return;
     }
-    let message: string;
-    try {
-      const completion = JSON.parse(utf8Text(wholePayload(body))) as Json;
-      message = JSON.stringify(toMessage(completion, { thinking: this.#thinking(), model: this.#model, ids: this.#ids }));
-    } catch (err) {
-      this.#inner.fail(err instanceof GatewayError ? (err.toData() as FailData) : { code: 'upstream_invalid_response', message: 'the provider response is not JSON' }, NO_HEADERS);
-      return;
-    }
-    this.#inner.reply(status, 'application/json', headers, Buffer.from(message), usage, upstreamMs);
+    replyTranslated(this.#inner, status, headers, body, usage, upstreamMs, (completion: Json) => JSON.stringify(toMessage(completion, { thinking: this.#thinking(), model: this.#model, ids: this.#ids })));
   }
 
   head(headers: HeaderList): void {
