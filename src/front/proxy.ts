@@ -106,7 +106,7 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
    */
   #heldHead: { readonly headers: HeaderList; readonly chunks: Uint8Array[] } | null = null;
 
-  /** A Messages call: the caller's anthropic-* headers (sent to the worker); null on every other route, whose errors and keepalives are the compatible ones. */
+  /** A Messages call: the caller's anthropic-* headers (sent to the worker); null on every other route, whose stream events and keepalives are the compatible ones (its HTTP errors follow `ex.anthropic`). */
   readonly #anthropic: HeaderList | null;
 
   constructor(ctx: FrontContext, route: RouteSpec, res: HttpResponse, requestId: string, span: RequestSpan | null, closeAsked: boolean, anthropic: HeaderList | null, anthropicErrors: boolean) {
