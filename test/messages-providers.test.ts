@@ -98,6 +98,66 @@ describe('disable_parallel_tool_use, an Anthropic-only hint, is never an error',
   });
 });
 
+describe("thinking becomes Gemini's thinkingConfig; its thoughts come back as thinking blocks", () => {
+  const thoughts = { kind: 'content', candidates: [{ parts: [{ text: 'Lining up the tenths: 9.9 wins.', thought: true }, { text: '9.9 is larger.' }] }], usage: { promptTokenCount: 12, candidatesTokenCount: 5, thoughtsTokenCount: 40 } } as const;
+  const question: Anthropic.MessageParam[] = [{ role: 'user', content: 'Which is larger, 9.11 or 9.9?' }];
+
+  it('a reply: the fake receives the budget with includeThoughts; the thought parts are a thinking block before the text', async () => {
+    gemini.script(thoughts);
+    const message = await client.messages.create({ model: 'flash', max_tokens: 8000, thinking: { type: 'enabled', budget_tokens: 4000 }, messages: question });
+    expect(gemini.generations()).toHaveLength(1);
+    expect(gemini.generations()[0]!.body.generationConfig).toEqual({ maxOutputTokens: 8000, thinkingConfig: { thinkingBudget: 4000, includeThoughts: true } });
+    expect(message.content).toEqual([
+      { type: 'thinking', thinking: 'Lining up the tenths: 9.9 wins.', signature: '' },
+      { type: 'text', text: '9.9 is larger.' },
+    ]);
+    expect(message.usage).toMatchObject({ input_tokens: 12, output_tokens: 45 });
+  });
+
+  it('a stream: thinking_delta events in a thinking block, then the text block; the SDK assembles both', async () => {
+    gemini.script(thoughts);
+    const stream = client.messages.stream({ model: 'flash', max_tokens: 8000, thinking: { type: 'enabled', budget_tokens: 2048 }, messages: question });
+    const thinkingDeltas: string[] = [];
+    stream.on('thinking', (delta) => thinkingDeltas.push(delta));
+    const message = await stream.finalMessage();
+    expect(gemini.generations()[0]!.body.generationConfig).toMatchObject({ thinkingConfig: { thinkingBudget: 2048, includeThoughts: true } });
+    expect(thinkingDeltas.join('')).toBe('Lining up the tenths: 9.9 wins.');
+    expect(message.content.map((b) => b.type)).toEqual(['thinking', 'text']);
+    expect(message.content[0]).toEqual({ type: 'thinking', thinking: 'Lining up the tenths: 9.9 wins.', signature: '' });
+    expect(message.content[1]).toMatchObject({ type: 'text', text: '9.9 is larger.' });
+  });
+
+  it("Claude Code's largest budget (31999, over 2.5 Flash's 24576) is clamped, so Gemini (the fake checks the model's range) takes it", async () => {
+    const message = await client.messages.stream({ model: 'flash', max_tokens: 32000, thinking: { type: 'enabled', budget_tokens: 31999 }, messages: question }).finalMessage();
+    expect(message.content).toMatchObject([{ type: 'text', text: 'Hello! You said: Which is larger, 9.11 or 9.9?' }]);
+    expect(gemini.generations()[0]!.body.generationConfig).toEqual({ maxOutputTokens: 32000, thinkingConfig: { thinkingBudget: 24576, includeThoughts: true } });
+  });
+
+  it('adaptive asks for the thoughts with no budget; disabled, and display omitted, send no thinkingConfig and show no thinking block', async () => {
+    gemini.script(thoughts, thoughts, thoughts);
+    const adaptive = await client.messages.create({ model: 'pro3', max_tokens: 1024, thinking: { type: 'adaptive' }, messages: question });
+    expect(adaptive.content.map((b) => b.type)).toEqual(['thinking', 'text']);
+    const disabled = await client.messages.create({ model: 'flash', max_tokens: 1024, thinking: { type: 'disabled' }, messages: question });
+    const omitted = await client.messages.create({ model: 'flash', max_tokens: 1024, thinking: { type: 'adaptive', display: 'omitted' }, messages: question });
+    for (const message of [disabled, omitted]) expect(message.content).toEqual([{ type: 'text', text: '9.9 is larger.' }]);
+    expect(gemini.generations().map((g) => g.body.generationConfig)).toEqual([{ maxOutputTokens: 1024, thinkingConfig: { includeThoughts: true } }, { maxOutputTokens: 1024 }, { maxOutputTokens: 1024 }]);
+  });
+
+  it('Bedrock Converse and azure have no budget knob the gateway can rely on: thinking is dropped, never an error, and nothing of it is sent', async () => {
+    const converse = await client.messages.create({ model: 'nova', max_tokens: 4096, thinking: { type: 'enabled', budget_tokens: 2048 }, messages: question });
+    expect(converse.content[0]).toMatchObject({ type: 'text' });
+    const sent = bedrock.converse()[0]!.body;
+    expect(sent).not.toHaveProperty('additionalModelRequestFields');
+    expect(JSON.stringify(sent)).not.toContain('thinking');
+    azure.script({ kind: 'chat', content: 'Fine.' });
+    const viaAzure = await client.messages.create({ model: 'azure-gpt', max_tokens: 4096, thinking: { type: 'enabled', budget_tokens: 2048 }, messages: question });
+    expect(viaAzure.content).toEqual([{ type: 'text', text: 'Fine.' }]);
+    const body = azure.calls().at(-1)!.body;
+    expect(body).not.toHaveProperty('thinking');
+    expect(body).not.toHaveProperty('reasoning_effort');
+  });
+});
+
 describe('a two-turn tool round trip through each translating provider', () => {
   it("gemini 3: the signed function call id is a valid Anthropic tool id; sent back as tool_use_id it gives Gemini its thought signature (which the fake checks)", async () => {
     gemini.script({ kind: 'content', candidates: [{ parts: [{ text: 'Let me look.' }, { functionCall: { name: 'get_weather', args: { city: 'Paris' } } }] }] });

@@ -100,6 +100,8 @@ describe('translated through chat (an OpenAI-compatible deployment)', () => {
     const sent = openai.requests.at(-1)!.json;
     expect(sent).not.toHaveProperty('thinking');
     expect(sent).not.toHaveProperty('top_k');
+    // An openai upstream gets no reasoning_effort for it either: a model without reasoning refuses it (docs/PROVIDERS.md, Thinking).
+    expect(sent).not.toHaveProperty('reasoning_effort');
   });
 });
 

@@ -33,7 +33,10 @@ export function providerHandler(ctx: FrontContext, route: RouteSpec, op: Operati
     // uWS: the request object dies when this function returns, so read every header now.
     const contentLength = req.getHeader('content-length');
     const span = ctx.tracing === null ? null : ctx.tracing.begin(req, op, route.path, requestId);
-    const call = new ProviderCall(ctx, route, res, requestId, span, asksToClose(req), isMessagesOperation(op) ? anthropicHeaders(req) : null);
+    const messages = isMessagesOperation(op);
+    // The HTTP errors of a request that carries anthropic-version are Anthropic's on every route (server.ts's rule), its stream stays its route's.
+    const anthropicErrors = messages || req.getHeader('anthropic-version') !== '';
+    const call = new ProviderCall(ctx, route, res, requestId, span, asksToClose(req), messages ? anthropicHeaders(req) : null, anthropicErrors);
     // The server has refused a malformed Content-Length (a framing error); none means chunked or empty.
     const declared = contentLength === '' ? null : Number(contentLength);
     res.onAborted(() => call.onAborted());
@@ -103,15 +106,15 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
    */
   #heldHead: { readonly headers: HeaderList; readonly chunks: Uint8Array[] } | null = null;
 
-  /** A Messages call: the caller's anthropic-* headers (sent to the worker); null on every other route, whose errors and keepalives are the compatible ones. */
+  /** A Messages call: the caller's anthropic-* headers (sent to the worker); null on every other route, whose stream events and keepalives are the compatible ones (its HTTP errors follow `ex.anthropic`). */
   readonly #anthropic: HeaderList | null;
 
-  constructor(ctx: FrontContext, route: RouteSpec, res: HttpResponse, requestId: string, span: RequestSpan | null, closeAsked: boolean, anthropic: HeaderList | null) {
+  constructor(ctx: FrontContext, route: RouteSpec, res: HttpResponse, requestId: string, span: RequestSpan | null, closeAsked: boolean, anthropic: HeaderList | null, anthropicErrors: boolean) {
     this.#ctx = ctx;
     this.#route = route;
     this.#span = span;
     this.#anthropic = anthropic;
-    this.ex = { res, requestId, aborted: false, started: false, closeAsked, routing: null, calledAt: 0, overheadMs: -1, anthropic: anthropic !== null };
+    this.ex = { res, requestId, aborted: false, started: false, closeAsked, routing: null, calledAt: 0, overheadMs: -1, anthropic: anthropicErrors };
   }
 
   start(op: Operation, body: Uint8Array): void {

@@ -96,6 +96,25 @@ describe('the fake Gemini API, read by @google/genai', () => {
     expect((refused as ApiError).message).toContain('missing a thought_signature');
   });
 
+  it("thinkingConfig as the SDK writes it: a budget in the model's range with includeThoughts is taken and the thoughts come back as thought parts; a budget out of range, 0 on a model that cannot stop thinking, or a budget with a level is 400", async () => {
+    up.script({ kind: 'content', candidates: [{ parts: [{ text: 'Pondering.', thought: true }, { text: 'Yes.' }] }], usage: { promptTokenCount: 5, candidatesTokenCount: 1, thoughtsTokenCount: 9 } });
+    const answer = await ai.models.generateContent({ model: GEMINI_MODEL, contents: 'Sure?', config: { thinkingConfig: { thinkingBudget: 24576, includeThoughts: true } } });
+    expect(answer.text).toBe('Yes.');
+    expect(answer.candidates![0]!.content!.parts!.filter((p) => p.thought === true).map((p) => p.text)).toEqual(['Pondering.']);
+    expect(up.generations()[0]!.body.generationConfig).toEqual({ thinkingConfig: { thinkingBudget: 24576, includeThoughts: true } });
+    const refusal = async (model: string, thinkingConfig: Record<string, unknown>) => ((await ai.models.generateContent({ model, contents: 'x', config: { thinkingConfig } }).catch((e: unknown) => e)) as ApiError);
+    for (const [model, config, message] of [
+      [GEMINI_MODEL, { thinkingBudget: 31999 }, 'The thinking budget (31999) is invalid.'],
+      ['gemini-2.5-pro', { thinkingBudget: 0 }, 'only works in thinking mode'],
+      ['gemini-3-pro-preview', { thinkingBudget: 1024, thinkingLevel: 'HIGH' }, 'only set one of thinking budget and thinking level'],
+    ] as const) {
+      const refused = await refusal(model, config);
+      expect(refused, model).toBeInstanceOf(ApiError);
+      expect(refused.status).toBe(400);
+      expect(refused.message).toContain(message);
+    }
+  });
+
   it('embedContent: batchEmbedContents with one request per text, the values in order', async () => {
     const response = await ai.models.embedContent({ model: 'gemini-embedding-001', contents: ['first text', 'second text'], config: { outputDimensionality: 4 } });
     expect(response.embeddings).toHaveLength(2);

@@ -14,6 +14,10 @@
  *   function calls of the turn before, declared names, JSON output
  *   settings); on a `gemini-3` model, the thought signature it issued must
  *   come back on the first function call of each model turn;
+ * - `generationConfig.thinkingConfig` checked as the thinking guide has it:
+ *   a budget or a level, not both; the budget within the model's range
+ *   (2.5 Flash 0–24576, Flash-Lite 0 or 512–24576, Pro 128–32768, -1 for
+ *   dynamic everywhere), a level only on Gemini 3;
  * - errors as `{"error":{"code","message","status","details"}}`, a 429 with
  *   its `RetryInfo`; a failure mid-stream as the service writes one: the
  *   JSON error body straight after the events, outside the SSE framing;
@@ -126,7 +130,7 @@ export async function startGeminiUpstream(key = GEMINI_KEY): Promise<GeminiUpstr
     }
     const stream = method === 'streamGenerateContent';
     if (stream && req.query.get('alt') !== 'sse') return geminiError(res, { code: 400, status: 'INVALID_ARGUMENT', message: 'this fake streams only with alt=sse' });
-    const problem = requestProblem(req.body) ?? signatureProblem(req.body, model, signatures);
+    const problem = requestProblem(req.body) ?? thinkingProblem(req.body, model) ?? signatureProblem(req.body, model, signatures);
     if (problem !== null) return geminiError(res, { code: 400, status: 'INVALID_ARGUMENT', message: problem });
     const reply = queue.shift() ?? defaultReply(req.body);
     if (reply.kind === 'error') return geminiError(res, reply.error, reply.headers);
@@ -352,6 +356,36 @@ export function requestProblem(body: Record<string, unknown>): string | null {
     pendingCalls = calls;
     previous = content.role;
   }
+  return null;
+}
+
+const THINKING_FIELDS = new Set(['thinkingBudget', 'includeThoughts', 'thinkingLevel']);
+
+/** The thinking budgets a model takes (Gemini's thinking guide), -1 (dynamic) aside. */
+function budgetRange(model: string): { min: number; max: number; off: boolean } {
+  if (model.startsWith('gemini-2.5-pro')) return { min: 128, max: 32768, off: false };
+  if (model.startsWith('gemini-2.5-flash-lite')) return { min: 512, max: 24576, off: true };
+  if (model.startsWith('gemini-2.5-flash')) return { min: 1, max: 24576, off: true };
+  // Gemini 3 takes a budget for backwards compatibility, and cannot stop thinking.
+  return { min: 128, max: 32768, off: false };
+}
+
+/** What Gemini refuses in a `thinkingConfig`, as its 400 message; null for one it takes. */
+function thinkingProblem(body: Record<string, unknown>, model: string): string | null {
+  const generation = body.generationConfig;
+  if (!isRecord(generation) || generation.thinkingConfig === undefined) return null;
+  const config = generation.thinkingConfig;
+  if (!isRecord(config)) return '* GenerateContentRequest.generation_config.thinking_config: must be an object';
+  for (const key of Object.keys(config)) if (!THINKING_FIELDS.has(key)) return `Invalid JSON payload received. Unknown name "${key}" at 'generation_config.thinking_config': Cannot find field.`;
+  if (config.includeThoughts !== undefined && typeof config.includeThoughts !== 'boolean') return `Invalid value at 'generation_config.thinking_config.include_thoughts' (TYPE_BOOL), ${JSON.stringify(config.includeThoughts)}`;
+  if (config.thinkingBudget !== undefined && config.thinkingLevel !== undefined) return 'You can only set one of thinking budget and thinking level.';
+  if (config.thinkingLevel !== undefined && !model.startsWith('gemini-3')) return 'Thinking level is not supported for this model.';
+  const budget = config.thinkingBudget;
+  if (budget === undefined || budget === -1) return null;
+  if (typeof budget !== 'number' || !Number.isInteger(budget)) return `Invalid value at 'generation_config.thinking_config.thinking_budget' (TYPE_INT32), ${JSON.stringify(budget)}`;
+  const range = budgetRange(model);
+  if (budget === 0 && !range.off) return 'Budget 0 is invalid. This model only works in thinking mode.';
+  if (budget !== 0 && (budget < range.min || budget > range.max)) return `The thinking budget (${budget}) is invalid.`;
   return null;
 }
 

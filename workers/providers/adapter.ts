@@ -13,6 +13,21 @@ import type { HeaderList, Operation, ProbeTarget, Usage } from '../../protocol/f
 import type { CallControl } from '../call-control.js';
 import type { Flow } from '../flow.js';
 
+/**
+ * Anthropic's `thinking` as the adapters read it (CONTRACT.md, Anthropic Messages API (inbound):
+ * "`thinking` becomes the provider's own reasoning control where the translating adapter has
+ * one"): a budget of reasoning tokens (`enabled`), the model's own choice (`adaptive`,
+ * `between_tools`, and types added later), or none. `shown`: the reasoning text comes back as
+ * `thinking` blocks (Anthropic's `display: "omitted"` asks for none).
+ */
+export type Thinking =
+  | { readonly type: 'budget'; readonly budgetTokens: number; readonly shown: boolean }
+  | { readonly type: 'adaptive'; readonly shown: boolean }
+  | { readonly type: 'disabled' };
+
+/** Whether a provider's reasoning text is asked for and becomes `thinking` blocks (CONTRACT.md: "only when the request enabled thinking"). */
+export const showsThinking = (thinking: Thinking | null | undefined): boolean => thinking !== null && thinking !== undefined && thinking.type !== 'disabled' && thinking.shown;
+
 export interface ProviderCall {
   readonly op: Operation;
   readonly upstream: Upstream;
@@ -29,6 +44,12 @@ export interface ProviderCall {
    * equivalent drops them as `drop_params` would, never a 400. Absent: none.
    */
   readonly droppable?: ReadonlySet<string>;
+  /**
+   * A Messages call's `thinking`, which no chat parameter carries: an adapter with a reasoning
+   * control of its own (gemini's thinkingConfig) maps it, every other ignores it. Absent: the
+   * caller did not say (and every chat call).
+   */
+  readonly thinking?: Thinking;
   readonly stream: boolean;
   readonly requestId: string;
   /** limits.max_response_body_bytes of the config the call started with. */

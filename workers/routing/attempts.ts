@@ -37,7 +37,7 @@ import type { Backoff, HeaderList, Operation, RouteLabels, RoutingNotice } from 
 import { CallControl } from '../call-control.js';
 import type { CallTrace } from '../call-trace.js';
 import type { Flow } from '../flow.js';
-import type { AttemptSink, ProviderAdapter, ProviderCall } from '../providers/adapter.js';
+import type { AttemptSink, ProviderAdapter, ProviderCall, Thinking } from '../providers/adapter.js';
 import type { Deployment, Group } from '../router.js';
 import { CommitGate, type GateOwner } from './commit-gate.js';
 import { AttemptFailure, classify, gatewayErrorOf } from './failure.js';
@@ -77,7 +77,7 @@ export interface RoutedRequest {
    * What to send a deployment instead, when the operation decides it per deployment (the Responses
    * and Messages APIs), with the caller's headers a passthrough forwards; null: `op` and `body`.
    */
-  readonly prepare: ((upstream: Upstream) => { op: Operation; body: Record<string, unknown>; headers?: HeaderList; droppable?: ReadonlySet<string> }) | null;
+  readonly prepare: ((upstream: Upstream) => { op: Operation; body: Record<string, unknown>; headers?: HeaderList; droppable?: ReadonlySet<string>; thinking?: Thinking }) | null;
   readonly stream: boolean;
   readonly requestId: string;
   readonly maxResponseBytes: number;
@@ -198,6 +198,7 @@ class RoutedCall implements GateOwner {
       body: sent.body,
       headers: sent.headers ?? NO_HEADERS,
       droppable: sent.droppable,
+      thinking: sent.thinking,
       stream: request.stream,
       requestId: request.requestId,
       maxResponseBytes: request.maxResponseBytes,
@@ -265,7 +266,7 @@ class RoutedCall implements GateOwner {
   }
 
   /** The operation and body for `deployment`; what `prepare` threw (a parameter its API cannot carry) is the attempt's failure, thrown in its try. */
-  #prepare(deployment: Deployment): { op: Operation; body: Record<string, unknown>; headers?: HeaderList; droppable?: ReadonlySet<string>; error: unknown } {
+  #prepare(deployment: Deployment): { op: Operation; body: Record<string, unknown>; headers?: HeaderList; droppable?: ReadonlySet<string>; thinking?: Thinking; error: unknown } {
     const request = this.#request;
     if (request.prepare === null) {
       request.body.model = deployment.upstream.upstreamModel;

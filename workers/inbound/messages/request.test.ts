@@ -4,7 +4,7 @@ import { GatewayError } from '../../../protocol/errors.js';
 import { plainMessages } from '../../../protocol/request-body.js';
 import { checkMessagesRequest, messagesRequestSchema } from '../../../protocol/requests.js';
 import { goldenFiles } from './golden.js';
-import { toChatRequest, type Thinking } from './request.js';
+import { showsThinking, toChatRequest, type Thinking } from './request.js';
 
 type Json = Record<string, unknown>;
 
@@ -127,13 +127,28 @@ describe('what the contract leaves open', () => {
     ]);
   });
 
-  it('thinking: enabled with its budget, adaptive without one, disabled; anything else says nothing', () => {
+  it('thinking: enabled with its budget, adaptive (and between_tools, later types, enabled without a budget) leaving it to the model, disabled; display omitted hides the text; anything else says nothing', () => {
     const thinking = (t: unknown) => toChatRequest({ ...base, messages: [{ role: 'user', content: 'x' }], thinking: t }).thinking;
-    expect(thinking({ type: 'enabled', budget_tokens: 2048 })).toEqual({ enabled: true, budgetTokens: 2048 });
-    expect(thinking({ type: 'adaptive' })).toEqual({ enabled: true, budgetTokens: null });
-    expect(thinking({ type: 'disabled' })).toEqual({ enabled: false, budgetTokens: null });
+    expect(thinking({ type: 'enabled', budget_tokens: 2048 })).toEqual({ type: 'budget', budgetTokens: 2048, shown: true });
+    expect(thinking({ type: 'enabled', budget_tokens: 2048, display: 'omitted' })).toEqual({ type: 'budget', budgetTokens: 2048, shown: false });
+    expect(thinking({ type: 'enabled', budget_tokens: 2048, display: 'summarized' })).toEqual({ type: 'budget', budgetTokens: 2048, shown: true });
+    expect(thinking({ type: 'enabled' })).toEqual({ type: 'adaptive', shown: true });
+    expect(thinking({ type: 'enabled', budget_tokens: 1.5 })).toEqual({ type: 'adaptive', shown: true });
+    expect(thinking({ type: 'adaptive' })).toEqual({ type: 'adaptive', shown: true });
+    expect(thinking({ type: 'adaptive', display: 'omitted' })).toEqual({ type: 'adaptive', shown: false });
+    expect(thinking({ type: 'between_tools' })).toEqual({ type: 'adaptive', shown: true });
+    expect(thinking({ type: 'disabled' })).toEqual({ type: 'disabled' });
     expect(thinking(undefined)).toBeNull();
     expect(thinking('on')).toBeNull();
+    expect(thinking({ budget_tokens: 2048 })).toBeNull();
+  });
+
+  it('the reasoning text is shown only when thinking is on and not omitted', () => {
+    expect(showsThinking({ type: 'budget', budgetTokens: 1024, shown: true })).toBe(true);
+    expect(showsThinking({ type: 'adaptive', shown: true })).toBe(true);
+    expect(showsThinking({ type: 'adaptive', shown: false })).toBe(false);
+    expect(showsThinking({ type: 'disabled' })).toBe(false);
+    expect(showsThinking(null)).toBe(false);
   });
 });
 

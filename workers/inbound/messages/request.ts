@@ -35,23 +35,18 @@
  * @example
  *   toChatRequest({ model: 'm', max_tokens: 64, system: 'Be brief.', messages: [{ role: 'user', content: 'Hi' }] })
  *   // → { chat: { model: 'm', messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Hi' }], max_completion_tokens: 64 }, thinking: null }
+ *   toChatRequest({ ..., thinking: { type: 'enabled', budget_tokens: 4000 } }).thinking
+ *   // → { type: 'budget', budgetTokens: 4000, shown: true }
  */
 import { GatewayError } from '../../../protocol/errors.js';
+import { showsThinking, type Thinking } from '../../providers/adapter.js';
 import { toProviderToolId } from './ids.js';
 
 type Json = Record<string, unknown>;
 
 const isRecord = (v: unknown): v is Json => v !== null && typeof v === 'object' && !Array.isArray(v);
 
-/**
- * The request's `thinking`, for the adapter that has a reasoning control of its own (Gemini's
- * thinking budget): enabled with Anthropic's budget (`type: "enabled"`), enabled with none
- * (`adaptive`, and types added later), or disabled.
- */
-export interface Thinking {
-  readonly enabled: boolean;
-  readonly budgetTokens: number | null;
-}
+export { showsThinking, type Thinking };
 
 /** The chat request to send, and what the chat request cannot say. */
 export interface ChatTranslation {
@@ -84,12 +79,18 @@ export function toChatRequest(body: Readonly<Json>): ChatTranslation {
   return { chat, thinking: thinkingOf(body.thinking) };
 }
 
-/** `thinking` as the adapters may use it; null when absent or not an object with a type. */
+/**
+ * `thinking` as the adapters read it; null when absent or not an object with a type. `enabled`
+ * without an integer budget (Anthropic refuses it) and types other than `enabled` / `disabled`
+ * (`adaptive`, `between_tools`, later ones) leave the amount to the model.
+ */
 export function thinkingOf(thinking: unknown): Thinking | null {
   if (!isRecord(thinking) || typeof thinking.type !== 'string') return null;
-  if (thinking.type === 'disabled') return { enabled: false, budgetTokens: null };
+  if (thinking.type === 'disabled') return { type: 'disabled' };
+  const shown = thinking.display !== 'omitted';
   const budget = thinking.budget_tokens;
-  return { enabled: true, budgetTokens: thinking.type === 'enabled' && Number.isSafeInteger(budget) ? (budget as number) : null };
+  if (thinking.type === 'enabled' && Number.isSafeInteger(budget) && (budget as number) >= 0) return { type: 'budget', budgetTokens: budget as number, shown };
+  return { type: 'adaptive', shown };
 }
 
 // ── system and messages ──

@@ -28,7 +28,7 @@ import { SseParser } from '../../sse.js';
 import { replyTranslated } from '../whole-reply.js';
 import { uniqueIds, type IdSource } from './ids.js';
 import { toMessage } from './reply.js';
-import { toChatRequest, type ChatTranslation } from './request.js';
+import { showsThinking, toChatRequest, type ChatTranslation, type Thinking } from './request.js';
 import { MessagesEventStream } from './stream.js';
 
 type Json = Record<string, unknown>;
@@ -51,6 +51,8 @@ export interface MessagesAttempt {
   readonly headers?: HeaderList;
   /** The chat translation's derived parameters an adapter drops rather than refuses (ProviderCall.droppable). */
   readonly droppable?: ReadonlySet<string>;
+  /** The request's `thinking`, for an adapter with a reasoning control of its own (ProviderCall.thinking). */
+  readonly thinking?: Thinking;
 }
 
 export interface MessagesSinkOptions {
@@ -102,7 +104,7 @@ export class MessagesSink implements ClientSink {
     if (this.#passThrough) return { op: this.#options.op, body: { ...this.#request, model: upstream.upstreamModel }, headers: this.#options.headers };
     const translation = (this.#translation ??= toChatRequest(this.#request));
     translation.chat.model = upstream.upstreamModel;
-    return { op: 'chat', body: translation.chat, droppable: DERIVED_HINTS };
+    return { op: 'chat', body: translation.chat, droppable: DERIVED_HINTS, ...(translation.thinking === null ? {} : { thinking: translation.thinking }) };
   }
 
   reply(status: number, contentType: string, headers: HeaderList, body: Payload, usage: Usage | null, upstreamMs: number): void {
@@ -180,7 +182,7 @@ export class MessagesSink implements ClientSink {
   }
 
   #thinking(): boolean {
-    return this.#translation?.thinking?.enabled === true;
+    return showsThinking(this.#translation?.thinking ?? null);
   }
 }
 

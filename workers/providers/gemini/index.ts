@@ -13,7 +13,7 @@ import { randomBytes } from 'node:crypto';
 import { providerKey, type Upstream } from '../../../protocol/config.js';
 import { GatewayError } from '../../../protocol/errors.js';
 import { allowlistedHeaders } from '../../rate-limit-headers.js';
-import type { Provider, ProviderCall } from '../adapter.js';
+import { showsThinking, type Provider, type ProviderCall } from '../adapter.js';
 import { bodyText, isRecord, parseBody } from '../compatible.js';
 import { httpAttempt, type HttpDialect } from '../http-attempt.js';
 import { pathSegment } from '../path.js';
@@ -32,11 +32,12 @@ function apiKey(headers: Record<string, string>, upstream: Pick<Upstream, 'crede
   if (key !== null) headers['x-goog-api-key'] = key;
 }
 
-/** What the answer's translation needs of the call: the clock, the model, fresh ids. */
+/** What the answer's translation needs of the call: the clock, the model, fresh ids, whether thoughts were asked for. */
 const answerOptions = (call: ProviderCall): ResponseOptions => ({
   created: Math.floor(Date.now() / 1000),
   model: call.upstream.upstreamModel,
   idSeed: randomBytes(9).toString('base64url'),
+  thoughts: showsThinking(call.thinking),
 });
 
 const inputCount = (call: ProviderCall): number => (Array.isArray(call.body.input) ? call.body.input.length : 1);
@@ -47,7 +48,7 @@ const dialect: HttpDialect = {
     if (call.op === 'responses' || call.op === 'messages' || call.op === 'count_tokens') throw new GatewayError('unsupported_operation', 'the gemini provider takes chat completions and embeddings only');
     const model = call.upstream.upstreamModel;
     const at = `/v1beta/models/${pathSegment(model)}`;
-    const body = call.op === 'embeddings' ? toBatchEmbedRequest(call.body, model) : toGenerateContentRequest(call.body, { dropParams: call.upstream.dropParams, droppable: call.droppable });
+    const body = call.op === 'embeddings' ? toBatchEmbedRequest(call.body, model) : toGenerateContentRequest(call.body, { dropParams: call.upstream.dropParams, droppable: call.droppable, thinking: call.thinking });
     apiKey(headers, call.upstream);
     if (call.op === 'embeddings') return { path: `${at}:batchEmbedContents`, body: JSON.stringify(body) };
     return { path: call.stream ? `${at}:streamGenerateContent?alt=sse` : `${at}:generateContent`, body: JSON.stringify(body) };

@@ -26,6 +26,8 @@
  *   write it, not the OpenAPI subset `parameters` takes); `tool_choice` →
  *   `toolConfig.functionCallingConfig` (`auto` AUTO, `none` NONE,
  *   `required` ANY, a named function ANY with `allowedFunctionNames`);
+ * - a Messages call's `thinking` (ProviderCall.thinking) → `thinkingConfig`
+ *   (thinkingConfig below); `reasoning_effort` stays refused (PROVIDERS.md);
  * - an OpenAI parameter Gemini cannot honour (`logit_bias`, `logprobs`,
  *   `parallel_tool_calls: false`, audio output, …) is 400
  *   `unsupported_parameter` naming it, or dropped with `drop_params`; a
@@ -34,6 +36,7 @@
  */
 import { GatewayError } from '../../../protocol/errors.js';
 import { contentParts, DATA_URL, eachMessage, functionTools, OPENAI_ONLY, refuser, refuseUnsupported, stopSequences, textOnly, toolCalls, Turns, type NoEquivalent, type Refuse } from '../chat-request.js';
+import { showsThinking, type Thinking } from '../adapter.js';
 import { isRecord } from '../compatible.js';
 import { thoughtSignatureOf } from './tool-call-id.js';
 
@@ -42,6 +45,8 @@ export interface RequestOptions {
   readonly dropParams: boolean;
   /** ProviderCall.droppable: parameters dropped rather than refused whatever `dropParams` says. */
   readonly droppable?: ReadonlySet<string>;
+  /** ProviderCall.thinking: a Messages call's `thinking`, as `generationConfig.thinkingConfig`. */
+  readonly thinking?: Thinking;
 }
 
 type Part = Record<string, unknown>;
@@ -80,6 +85,8 @@ export function toGenerateContentRequest(body: Readonly<Record<string, unknown>>
     if (config !== null) out.toolConfig = { functionCallingConfig: config };
   }
   const generation = generationConfig(body, refuse);
+  const thinking = options.thinking === undefined ? null : thinkingConfig(options.thinking);
+  if (thinking !== null) generation.thinkingConfig = thinking;
   if (Object.keys(generation).length > 0) out.generationConfig = generation;
   return out;
 }
@@ -99,6 +106,31 @@ function generationConfig(body: Readonly<Record<string, unknown>>, refuse: Refus
     if (format.type === 'json_schema' && isRecord(format.json_schema) && isRecord(format.json_schema.schema)) out.responseJsonSchema = format.json_schema.schema;
   }
   return out;
+}
+
+/**
+ * The budgets every Gemini model with a `thinkingBudget` takes (Gemini's thinking guide: 2.5 Pro
+ * 128–32768, 2.5 Flash 0–24576, 2.5 Flash-Lite 512–24576; Gemini 3 takes the budget for backwards
+ * compatibility): a budget outside a model's range is a 400 ("The thinking budget (N) is
+ * invalid"), and Anthropic-only fields are never an error (CONTRACT.md), so the budget is clamped
+ * into the range they share. The floor is Anthropic's own minimum, 1024, above every model's.
+ */
+export const THINKING_BUDGET_MIN = 1024;
+export const THINKING_BUDGET_MAX = 24576;
+
+/**
+ * Anthropic's `thinking` as Gemini's `thinkingConfig` (docs/PROVIDERS.md, "Anthropic Messages
+ * inbound: mapping", Thinking): a budget → `thinkingBudget` (clamped, above); adaptive → the
+ * model's own dynamic thinking (no budget); `includeThoughts` when the text is to be shown (the
+ * thought parts become `reasoning_content`, response.ts). Disabled → nothing: 2.5 Pro and Gemini 3
+ * cannot stop thinking and refuse `thinkingBudget: 0`.
+ */
+function thinkingConfig(thinking: Thinking): Record<string, unknown> | null {
+  if (thinking.type === 'disabled') return null;
+  const out: Record<string, unknown> = {};
+  if (thinking.type === 'budget') out.thinkingBudget = Math.min(THINKING_BUDGET_MAX, Math.max(THINKING_BUDGET_MIN, thinking.budgetTokens));
+  if (showsThinking(thinking)) out.includeThoughts = true;
+  return Object.keys(out).length > 0 ? out : null;
 }
 
 function conversation(messages: unknown, refuse: Refuse): { system: Part[]; turns: Array<{ role: 'user' | 'model'; parts: Part[] }> } {

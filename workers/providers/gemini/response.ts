@@ -5,7 +5,10 @@
  * `FinishReason`, `UsageMetadata`):
  * - one choice per candidate (its `index`); its text parts joined as
  *   `message.content` (null when the answer is only function calls);
- *   thought parts (`thought: true`) are not carried; `functionCall` parts
+ *   thought parts (`thought: true`) as `message.reasoning_content`
+ *   (DeepSeek's and vLLM's field) when the request asked for them
+ *   (`options.thoughts`: a Messages call with thinking), otherwise not
+ *   carried; `functionCall` parts
  *   as `message.tool_calls`, arguments as a JSON string, the id Gemini gave
  *   or one of the gateway's, with the part's thought signature inside
  *   (tool-call-id.ts);
@@ -34,6 +37,11 @@ export interface ResponseOptions {
   readonly model: string;
   /** Random per answer: the ids made for function calls Gemini gave none (`call_<seed>_<n>`) and an answer without `responseId`. */
   readonly idSeed: string;
+  /**
+   * Thought parts are carried as `reasoning_content`: the request asked for them (a Messages call's
+   * thinking, ProviderCall.thinking shown). Otherwise they are left out, as for every chat caller.
+   */
+  readonly thoughts?: boolean;
 }
 
 const FINISH: Readonly<Record<string, string>> = {
@@ -80,18 +88,22 @@ export function compatibleUsage(metadata: unknown): { json: Record<string, unkno
 /** What one candidate's parts say: its text (null: none), its function calls as compatible tool calls. */
 export interface CandidateParts {
   text: string | null;
+  /** The thought parts' text (null: none). */
+  reasoning: string | null;
   readonly toolCalls: Array<Record<string, unknown>>;
 }
 
 /**
- * Reads a candidate's parts into `into`: text joined (thoughts left out), each function call as a
+ * Reads a candidate's parts into `into`: text joined, thoughts' text joined when `thoughts`, each function call as a
  * compatible tool call whose id is Gemini's or `call_<seed>_<n>` (`next` numbers them across the answer).
  */
-export function readParts(content: unknown, seed: string, next: () => number, into: CandidateParts): void {
+export function readParts(content: unknown, seed: string, next: () => number, into: CandidateParts, thoughts = false): void {
   const parts = isRecord(content) && Array.isArray(content.parts) ? content.parts : [];
   for (const part of parts) {
-    if (!isRecord(part) || part.thought === true) continue;
-    if (typeof part.text === 'string' && part.text.length > 0) into.text = (into.text ?? '') + part.text;
+    if (!isRecord(part)) continue;
+    if (part.thought === true) {
+      if (thoughts && typeof part.text === 'string' && part.text.length > 0) into.reasoning = (into.reasoning ?? '') + part.text;
+    } else if (typeof part.text === 'string' && part.text.length > 0) into.text = (into.text ?? '') + part.text;
     else if (isRecord(part.functionCall) && typeof part.functionCall.name === 'string') {
       const call = part.functionCall;
       const base = typeof call.id === 'string' && call.id.length > 0 ? call.id : `call_${seed}_${next()}`;
@@ -117,9 +129,10 @@ export function toChatCompletion(response: unknown, options: ResponseOptions): {
   const next = counter();
   const choices = candidates.map((candidate, i) => {
     const c = isRecord(candidate) ? candidate : {};
-    const read: CandidateParts = { text: null, toolCalls: [] };
-    readParts(c.content, options.idSeed, next, read);
+    const read: CandidateParts = { text: null, reasoning: null, toolCalls: [] };
+    readParts(c.content, options.idSeed, next, read, options.thoughts);
     const message: Record<string, unknown> = { role: 'assistant', content: read.text ?? (read.toolCalls.length > 0 ? null : ''), refusal: null };
+    if (read.reasoning !== null) message.reasoning_content = read.reasoning;
     if (read.toolCalls.length > 0) message.tool_calls = read.toolCalls;
     const index = typeof c.index === 'number' ? c.index : i;
     return { index, message, logprobs: null, finish_reason: finishReason(c.finishReason, read.toolCalls.length > 0) };

@@ -6,7 +6,9 @@
  * Streams:
  * - the first event of each candidate → its role chunk (`delta: {role:
  *   "assistant", content: ""}`), exactly once;
- * - text parts → `delta.content` (thought parts are not carried);
+ * - text parts → `delta.content`; thought parts → `delta.reasoning_content`
+ *   when the request asked for them (`options.thoughts`), before the text
+ *   of their event, otherwise not carried;
  * - each `functionCall` part → one tool call, numbered from 0 in order of
  *   appearance: Gemini sends a call whole, so its one delta has `index`,
  *   `id` (with the thought signature, tool-call-id.ts), `type`,
@@ -113,11 +115,12 @@ export class GenerateContentStreamTranslator implements StreamTranslator {
     const { state, out: role } = this.#state(index);
     if (state.finished) return role;
     let out = role;
-    const read: CandidateParts = { text: null, toolCalls: [] };
-    readParts(candidate.content, this.#options.idSeed, this.#next, read);
+    const read: CandidateParts = { text: null, reasoning: null, toolCalls: [] };
+    readParts(candidate.content, this.#options.idSeed, this.#next, read, this.#options.thoughts);
+    if (read.reasoning !== null) out += this.#chunk(index, { reasoning_content: read.reasoning }, null);
     if (read.text !== null) out += this.#chunk(index, { content: read.text }, null);
     for (const call of read.toolCalls) out += this.#chunk(index, { tool_calls: [{ index: state.tools++, ...call }] }, null);
-    if ((read.text !== null && read.text.length > 0) || read.toolCalls.length > 0) this.#content = true;
+    if ((read.text !== null && read.text.length > 0) || read.reasoning !== null || read.toolCalls.length > 0) this.#content = true;
     const reason = candidate.finishReason;
     if (typeof reason === 'string' && reason !== 'FINISH_REASON_UNSPECIFIED') out = this.#finish(index, out, finishReason(reason, state.tools > 0));
     return out;

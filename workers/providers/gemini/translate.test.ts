@@ -12,7 +12,8 @@ import { decodedEvents } from '../../sse.js';
 import { expectUnsupported, goldenFiles, refusalOf, requestGoldens, translatedStream } from '../golden.js';
 import { toBatchEmbedRequest, toEmbeddingList, type EmbeddingOptions } from './embeddings.js';
 import { geminiError } from './errors.js';
-import { toGenerateContentRequest, type RequestOptions } from './request.js';
+import type { Thinking } from '../adapter.js';
+import { THINKING_BUDGET_MAX, THINKING_BUDGET_MIN, toGenerateContentRequest, type RequestOptions } from './request.js';
 import { finishReason, toChatCompletion, type ResponseOptions } from './response.js';
 import { GenerateContentStreamTranslator, type StreamOptions } from './stream.js';
 import { GeminiStreamParser } from './stream-parser.js';
@@ -205,5 +206,47 @@ describe('what the request translation refuses', () => {
     const args = refusal({ ...base, messages: [{ role: 'assistant', content: null, tool_calls: [{ id: 't', type: 'function', function: { name: 'f', arguments: '[1]' } }] }] });
     expect(args.code).toBe('invalid_request');
     expect(args.message).toContain('messages[0].tool_calls[0].function.arguments');
+  });
+});
+
+describe("a Messages call's thinking → thinkingConfig (ProviderCall.thinking)", () => {
+  const base = { model: 'alias', messages: [{ role: 'user', content: 'hi' }], max_completion_tokens: 30000 };
+  const config = (thinking?: Thinking) => (toGenerateContentRequest(base, { dropParams: false, ...(thinking === undefined ? {} : { thinking }) }).generationConfig as Record<string, unknown>).thinkingConfig;
+
+  it('a budget is thinkingBudget, clamped into the range every Gemini model takes; includeThoughts only when the text is shown', () => {
+    expect(config({ type: 'budget', budgetTokens: 4000, shown: true })).toEqual({ thinkingBudget: 4000, includeThoughts: true });
+    expect(config({ type: 'budget', budgetTokens: 4000, shown: false })).toEqual({ thinkingBudget: 4000 });
+    expect(config({ type: 'budget', budgetTokens: 31999, shown: true })).toEqual({ thinkingBudget: THINKING_BUDGET_MAX, includeThoughts: true });
+    expect(config({ type: 'budget', budgetTokens: 0, shown: true })).toEqual({ thinkingBudget: THINKING_BUDGET_MIN, includeThoughts: true });
+    expect([THINKING_BUDGET_MIN, THINKING_BUDGET_MAX]).toEqual([1024, 24576]);
+  });
+
+  it('adaptive leaves the amount to the model (no budget); disabled, and no thinking at all, send no thinkingConfig', () => {
+    expect(config({ type: 'adaptive', shown: true })).toEqual({ includeThoughts: true });
+    expect(config({ type: 'adaptive', shown: false })).toBeUndefined();
+    expect(config({ type: 'disabled' })).toBeUndefined();
+    expect(config()).toBeUndefined();
+  });
+
+  it('reasoning_effort, a chat caller\'s, is still refused: only a Messages call\'s thinking reaches the budget', () => {
+    expectUnsupported(refusalOf((body) => toGenerateContentRequest(body, { dropParams: false, thinking: { type: 'budget', budgetTokens: 2048, shown: true } }), { ...base, reasoning_effort: 'high' }), 'reasoning_effort');
+  });
+
+  it('thought parts are carried only when the request asked for them', () => {
+    const answer = { candidates: [{ content: { parts: [{ text: 'pondering', thought: true }, { text: 'Hi.' }], role: 'model' }, finishReason: 'STOP', index: 0 }], responseId: 'r' };
+    const message = (thoughts: boolean | undefined) => (toChatCompletion(answer, { created: 1, model: 'm', idSeed: 's', ...(thoughts === undefined ? {} : { thoughts }) }).completion.choices as Array<{ message: Record<string, unknown> }>)[0]!.message;
+    expect(message(true)).toEqual({ role: 'assistant', content: 'Hi.', refusal: null, reasoning_content: 'pondering' });
+    expect(message(false)).toEqual({ role: 'assistant', content: 'Hi.', refusal: null });
+    expect(message(undefined)).toEqual({ role: 'assistant', content: 'Hi.', refusal: null });
+  });
+
+  it("a stream's thought is content for the commit gate when carried, and nothing when not", () => {
+    const event = JSON.stringify({ candidates: [{ content: { parts: [{ text: 'pondering', thought: true }], role: 'model' }, index: 0 }], responseId: 'r' });
+    const shown = new GenerateContentStreamTranslator({ created: 1, model: 'm', idSeed: 's', includeUsage: false, thoughts: true });
+    expect(shown.event(null, event)).toContain('"reasoning_content":"pondering"');
+    expect(shown.contentSent).toBe(true);
+    const hidden = new GenerateContentStreamTranslator({ created: 1, model: 'm', idSeed: 's', includeUsage: false });
+    expect(hidden.event(null, event)).not.toContain('pondering');
+    expect(hidden.contentSent).toBe(false);
   });
 });
