@@ -15,7 +15,7 @@
  * const proxy = await startDelayProxy(redis.port);
  * // The gateway talks to Redis through it:
  * const yaml = `router_settings: { redis_url: ${proxy.url('redis')} }\n…`;
- * proxy.setDelay(80);           // health pings over 50 ms: Redis counts as lost
+ * proxy.setDelay(30);           // each round trip takes 2 × 30 ms or more: health pings over 50 ms, Redis counts as lost
  * proxy.setDelay(0);
  * proxy.pause();                // hung: connections open, no byte moves either way
  * proxy.resume();               // what was held is delivered, in order

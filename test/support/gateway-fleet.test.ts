@@ -98,9 +98,11 @@ describe('gateway fleet', () => {
     expect(paced.map((s) => s.value ?? (s.error as Error).message)).toEqual([200, 200, 200, 200, 'the test threw', 200]);
     const t1 = performance.now();
     const timed = await fleet.spread({ durationMs: 300 }, { concurrency: 3 }, (pod) => chat(pod, 'chat'));
-    expect(timed.length).toBeGreaterThan(3);
+    // Nothing is sent after the duration; what was sent before it finishes, every pod in turn.
+    expect(timed.length).toBeGreaterThanOrEqual(3);
     expect(Math.max(...timed.map((s) => s.at)) - t1).toBeLessThan(300);
-    expect(new Set(timed.map((s) => s.pod))).toEqual(new Set([0, 1, 2]));
+    expect(timed.every((s) => s.value?.status === 200)).toBe(true);
+    expect(timed.map((s) => s.pod)).toEqual(timed.map((s) => s.index % 3));
   });
 
   it('addPod grows the fleet on the same config; stopAll stops every process', async () => {
