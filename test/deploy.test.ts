@@ -376,3 +376,146 @@ describe('deploy/kubernetes manifests', () => {
     }
   });
 });
+
+/** The optional Redis in deploy/kubernetes/redis/ (issue 37): applied on its own, beside the gateway. */
+describe('deploy/kubernetes/redis (optional)', () => {
+  const REDIS_DIR = join(DIR, 'redis');
+  const redisFiles = readdirSync(REDIS_DIR).filter((f) => /\.ya?ml$/.test(f)).sort();
+  const docs: Manifest[] = [];
+  const errors: string[] = [];
+  let kustomization: Obj | null = null;
+  for (const file of redisFiles) {
+    for (const d of parseAllDocuments(readFileSync(join(REDIS_DIR, file), 'utf8'))) {
+      for (const e of d.errors) errors.push(`${file}: ${e.message}`);
+      const doc = d.toJS() as Obj | null;
+      if (doc === null || doc === undefined) continue;
+      if (doc.kind === 'Kustomization') kustomization = doc;
+      else docs.push({ file, doc });
+    }
+  }
+  const one = (kind: string): Obj => {
+    const found = docs.filter((m) => m.doc.kind === kind);
+    if (found.length !== 1) throw new Error(`expected exactly one ${kind} in deploy/kubernetes/redis/, found ${found.length}`);
+    return (found[0] as Manifest).doc;
+  };
+  const redisDeployment = () => one('Deployment');
+  const redisPodLabels = (): Record<string, string> => redisDeployment().spec.template.metadata.labels;
+  const redisContainer = (): Obj => (redisDeployment().spec.template.spec.containers as Obj[])[0] as Obj;
+  /** The value after `flag` in the container's command line, or undefined. */
+  const arg = (flag: string): string | undefined => {
+    const args = [...((redisContainer().command ?? []) as string[]), ...((redisContainer().args ?? []) as string[])];
+    const i = args.indexOf(flag);
+    return i === -1 ? undefined : args[i + 1];
+  };
+  const redisPort = (): number => Number(arg('--port') ?? 6379);
+  const resolveRedisPort = (port: number | string): number => {
+    if (typeof port === 'number') return port;
+    const named = (redisContainer().ports as Obj[]).find((p) => p.name === port);
+    if (!named) throw new Error(`no redis container port named "${port}"`);
+    return named.containerPort as number;
+  };
+
+  it('parses; a Deployment, a Service and a NetworkPolicy, each named, all labelled alike', () => {
+    expect(errors).toEqual([]);
+    expect(docs.map((m) => m.doc.kind).sort()).toEqual(['Deployment', 'NetworkPolicy', 'Service']);
+    const labels = redisPodLabels();
+    expect(labels['app.kubernetes.io/part-of']).toBe('switchyard');
+    for (const { file, doc } of docs) {
+      expect(typeof doc.metadata?.name, `${file}: ${doc.kind} metadata.name`).toBe('string');
+      expect(doc.metadata.labels, `${doc.kind} ${doc.metadata.name}: the pods' labels`).toEqual(labels);
+    }
+  });
+
+  it('its kustomization applies redis.yaml; the gateway kustomization leaves it out (optional) and says how to add it', () => {
+    expect(kustomization?.resources).toEqual(redisFiles.filter((f) => f !== 'kustomization.yaml'));
+    expect(KUSTOMIZATION!.resources as string[]).not.toContain('redis');
+    expect(readFileSync(join(DIR, 'kustomization.yaml'), 'utf8')).toMatch(/redis\//);
+  });
+
+  it('the Deployment selects its own pods, one at a time (replicas 1, Recreate)', () => {
+    const d = redisDeployment();
+    expect(d.apiVersion).toBe('apps/v1');
+    expect(selects(d.spec.selector.matchLabels, redisPodLabels())).toBe(true);
+    expect(d.spec.replicas).toBe(1);
+    expect(d.spec.strategy?.type).toBe('Recreate');
+  });
+
+  it("the gateway's selectors never take a Redis pod, nor Redis' a gateway pod", () => {
+    const gatewaySelectors: Array<[string, Record<string, string>]> = [
+      ['gateway Deployment', deployment().spec.selector.matchLabels],
+      ['gateway Service', only('Service').doc.spec.selector],
+      ['gateway PDB', only('PodDisruptionBudget').doc.spec.selector.matchLabels],
+      ['`kubectl get pods -l app.kubernetes.io/name=switchyard` (docs/OPERATIONS.md, Reload)', { 'app.kubernetes.io/name': 'switchyard' }],
+    ];
+    for (const [what, selector] of gatewaySelectors) expect(selects(selector, redisPodLabels()), what).toBe(false);
+    expect(selects(one('Service').spec.selector, podLabels())).toBe(false);
+    expect(selects(redisDeployment().spec.selector.matchLabels, podLabels())).toBe(false);
+  });
+
+  it("the Service selects the Redis pods, and its port reaches Redis' port; the probes ask that port", () => {
+    const svc = one('Service');
+    expect(svc.spec.type ?? 'ClusterIP').toBe('ClusterIP');
+    expect(selects(svc.spec.selector, redisPodLabels())).toBe(true);
+    const ports = svc.spec.ports as Obj[];
+    expect(ports).toHaveLength(1);
+    expect(resolveRedisPort((ports[0] as Obj).targetPort ?? (ports[0] as Obj).port)).toBe(redisPort());
+    expect((ports[0] as Obj).port).toBe(redisPort());
+    const readiness = redisContainer().readinessProbe as Obj;
+    expect(readiness, 'a readiness probe').toBeDefined();
+    const command = ((readiness.exec?.command ?? []) as string[]).join(' ');
+    expect(command).toMatch(/redis-cli -p (\d+) ping/);
+    expect(Number(/redis-cli -p (\d+)/.exec(command)?.[1])).toBe(redisPort());
+    expect(resolveRedisPort(redisContainer().livenessProbe.tcpSocket.port)).toBe(redisPort());
+  });
+
+  it('no persistence: no snapshots, no AOF, no PersistentVolumeClaim; bounded resources, maxmemory under the memory limit', () => {
+    expect(arg('--save')).toBe('');
+    expect(arg('--appendonly')).toBe('no');
+    const volumes = (redisDeployment().spec.template.spec.volumes ?? []) as Obj[];
+    for (const v of volumes) expect(v.persistentVolumeClaim, `volume ${v.name}`).toBeUndefined();
+    expect(docs.some((m) => m.doc.kind === 'PersistentVolumeClaim' || m.doc.kind === 'StatefulSet')).toBe(false);
+    const { requests, limits } = redisContainer().resources as { requests: Obj; limits: Obj };
+    for (const r of ['cpu', 'memory']) {
+      expect(requests?.[r], `requests.${r}`).toBeDefined();
+      expect(limits?.[r], `limits.${r}`).toBeDefined();
+    }
+    expect(cores(requests.cpu)).toBeLessThanOrEqual(cores(limits.cpu));
+    expect(bytes(requests.memory)).toBeLessThanOrEqual(bytes(limits.memory));
+    // Redis reads 128mb as 128 × 2^20 bytes.
+    const maxmemory = /^(\d+)mb$/i.exec(arg('--maxmemory') ?? '');
+    expect(maxmemory, '--maxmemory in mb').not.toBeNull();
+    expect(Number(maxmemory![1]) * 2 ** 20).toBeLessThan(bytes(limits.memory));
+  });
+
+  it('runs non-root with a read-only root filesystem', () => {
+    const pod = redisDeployment().spec.template.spec.securityContext as Obj;
+    const c = redisContainer().securityContext as Obj;
+    expect(c?.runAsNonRoot ?? pod?.runAsNonRoot).toBe(true);
+    expect(c?.runAsUser ?? pod?.runAsUser).toBeGreaterThan(0);
+    expect(c?.readOnlyRootFilesystem).toBe(true);
+    expect(c?.allowPrivilegeEscalation).toBe(false);
+  });
+
+  it('the NetworkPolicy lets only the gateway pods reach the Redis port', () => {
+    const np = one('NetworkPolicy');
+    expect(selects(np.spec.podSelector.matchLabels, redisPodLabels())).toBe(true);
+    const ingress = np.spec.ingress as Obj[];
+    expect(ingress).toHaveLength(1);
+    const from = (ingress[0] as Obj).from as Obj[];
+    expect(from).toHaveLength(1);
+    expect(selects((from[0] as Obj).podSelector.matchLabels, podLabels())).toBe(true);
+    expect(((ingress[0] as Obj).ports as Obj[]).map((p) => resolveRedisPort(p.port))).toEqual([redisPort()]);
+  });
+
+  it("the redis_url its comment gives names the Service and its port", () => {
+    const text = readFileSync(join(REDIS_DIR, 'redis.yaml'), 'utf8');
+    const urls = [...text.matchAll(/redis_url: (\S+)/g)].map((m) => m[1] as string);
+    expect(urls.length).toBeGreaterThan(0);
+    for (const raw of urls) {
+      const url = new URL(raw.replace('<namespace>', 'ns'));
+      expect(url.protocol).toBe('redis:');
+      expect(url.hostname.split('.')[0]).toBe(one('Service').metadata.name);
+      expect(Number(url.port)).toBe((one('Service').spec.ports as Obj[])[0]!.port);
+    }
+  });
+});
