@@ -30,7 +30,7 @@ afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
 
 async function exchangeOnce(): Promise<string> {
   const exchange = new UpstreamExchange(1024, quiet);
-  upstreamExchange(apiBase, 5_000, 'POST', '/chat/completions', '{}', { 'content-type': 'application/json' }, exchange);
+  upstreamExchange(apiBase, null, 5_000, 'POST', '/chat/completions', '{}', { 'content-type': 'application/json' }, exchange);
   expect((await exchange.head).status).toBe(200);
   return Buffer.concat(await exchange.body).toString();
 }

@@ -9,6 +9,7 @@
  * rest of the worker's work (the profile in loadtest/RESULTS.md).
  */
 import type { IncomingHttpHeaders } from 'node:http';
+import { isIPv6 } from 'node:net';
 import type { Dispatcher } from 'undici';
 // Pool's own module, not undici's index: the index loads fetch, WebSocket, caches and mocks
 // as well, which is 3× the load time (150 ms against 50 ms on one core) and heap in every
@@ -21,14 +22,31 @@ type Pool = InstanceType<typeof Pool>;
 
 const pools = new Map<string, Pool>();
 
-function poolFor(origin: string, connectMs: number): Pool {
-  const key = `${origin}|${connectMs}`;
+/**
+ * The pool of an origin, or of one address of it (`connectTo`, a replica found by DNS). Pinned, the
+ * socket's lookup answers that address, so the connection goes there while undici still takes
+ * the Host header and the TLS server name (SNI, and the certificate's check) from the origin.
+ */
+function poolFor(origin: string, connectMs: number, connectTo: string | null): Pool {
+  const key = `${origin}|${connectMs}|${connectTo ?? ''}`;
   let pool = pools.get(key);
   if (!pool) {
-    pool = new Pool(origin, { connect: { timeout: connectMs }, keepAliveTimeout: 30_000, keepAliveMaxTimeout: 600_000 });
+    const connect = connectTo === null ? { timeout: connectMs } : { timeout: connectMs, lookup: pinnedLookup(connectTo) };
+    pool = new Pool(origin, { connect, keepAliveTimeout: 30_000, keepAliveMaxTimeout: 600_000 });
     pools.set(key, pool);
   }
   return pool;
+}
+
+type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | Array<{ address: string; family: number }>, family?: number) => void;
+
+/** A `net.connect` lookup that answers `address` whatever the name; `all` is what Node asks for when it races address families. */
+function pinnedLookup(address: string): (hostname: string, options: { all?: boolean }, callback: LookupCallback) => void {
+  const family = isIPv6(address) ? 6 : 4;
+  return (_hostname, options, callback) => {
+    if (options.all === true) callback(null, [{ address, family }]);
+    else callback(null, address, family);
+  };
 }
 
 const targets = new Map<string, { origin: string; basePath: string }>();
@@ -226,6 +244,7 @@ const asError = (reason: unknown): Error => (reason instanceof Error ? reason : 
  */
 export function upstreamExchange(
   apiBase: string,
+  connectTo: string | null,
   connectMs: number,
   method: 'GET' | 'POST',
   path: string,
@@ -234,7 +253,7 @@ export function upstreamExchange(
   exchange: UpstreamExchange,
 ): void {
   const { origin, basePath } = parseBase(apiBase);
-  poolFor(origin, connectMs).dispatch({ method, path: basePath + path, headers, body, headersTimeout: 0, bodyTimeout: 0 }, exchange);
+  poolFor(origin, connectMs, connectTo).dispatch({ method, path: basePath + path, headers, body, headersTimeout: 0, bodyTimeout: 0 }, exchange);
 }
 
 const CODES: Record<string, ErrorCode> = {

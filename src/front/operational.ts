@@ -5,7 +5,7 @@
  */
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { settingsOf, type AliasRoute, type Credentials } from '../../protocol/config.js';
-import { groupsOf, type GroupSpec } from '../../protocol/routing-groups.js';
+import { groupsOf, leadRoute, type GroupSpec } from '../../protocol/routing-groups.js';
 import type { DeploymentStates } from '../../protocol/deployment-state.js';
 import { httpStatusOf } from '../health/types.js';
 import { VERSION } from '../../protocol/version.js';
@@ -79,7 +79,7 @@ export function status(ctx: FrontContext, ex: Exchange): void {
  * describe its first deployment; `deployments` lists every one with its live routing state.
  */
 function modelStatus(group: GroupSpec, ctx: FrontContext, now: number): ModelStatus {
-  const route = group.deployments[0] as AliasRoute;
+  const route = leadRoute(group);
   const { credentials } = route;
   const states = ctx.deployments.states;
   return {
@@ -165,7 +165,7 @@ function anthropicModel(ctx: FrontContext, group: GroupSpec) {
 
 /** An alias's owner is its first deployment's provider. */
 function modelObject(ctx: FrontContext, group: GroupSpec) {
-  return { id: group.name, object: 'model', created: Math.floor(ctx.counters.startedAt / 1000), owned_by: (group.deployments[0] as AliasRoute).provider };
+  return { id: group.name, object: 'model', created: Math.floor(ctx.counters.startedAt / 1000), owned_by: leadRoute(group).provider };
 }
 
 /** The alias named by the route's `{model}` segment, or null once the 404 is sent. */
