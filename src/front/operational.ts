@@ -14,6 +14,7 @@ import type { FrontContext } from './context.js';
 import type { DeploymentCredentials, ModelStatus } from './status-schemas.js';
 import { isoOrNull, type AwsChainStates } from '../supervisor/aws-chain.js';
 import { send, sendError, sendJson, type Exchange } from './http.js';
+import { replicaSetsStatus } from './replica-status.js';
 
 /** spec 000, Health object; CONTRACT.md: the same body on /health/live and /health/liveliness. */
 const LIVE_BODY = JSON.stringify({ object: 'health', status: 'ok' });
@@ -93,6 +94,7 @@ function modelStatus(group: GroupSpec, ctx: FrontContext, now: number): ModelSta
     routing_strategy: ctx.config.routing.router.strategy,
     fallbacks: [...group.fallbacks],
     deployments: group.deployments.map((d, i) => deploymentStatus(d, group.slots[i] as number, states, ctx.awsChain, now)),
+    replica_sets: replicaSetsStatus(group, { states, replicas: ctx.replicas, inferenceFigures: ctx.inferenceFigures }, now),
   };
 }
 
