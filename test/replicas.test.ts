@@ -315,12 +315,16 @@ ${ROUTER}
   it('with no answer at the start the alias exists and answers 503 no_deployment_available until its name resolves', async () => {
     const late = 'late.test';
     dns.answer(late, 'servfail');
-    const lateGw = await startTestGateway({ yaml: yaml(late) });
+    // Another entry of that name whose key is missing: its alias answers credentials_missing, not no_deployment_available.
+    const nokey = `  - model_name: nokey\n    params: { model: openai/llama, api_base: "http://${late}:${port}/v1", api_key: os.environ/SWITCHYARD_TEST_UNSET_KEY, replicas: dns, dns_servers: ["${dns.server}"] }`;
+    const lateGw = await startTestGateway({ yaml: yaml(late, nokey) });
     try {
       const [set] = await replicaSets(lateGw, 'llama');
       expect(set).toMatchObject({ id: 'vllm', source: 'dns', dns: { state: 'failing', resolved_at: null }, replicas: [] });
       const models = (await (await lateGw.fetch('/v1/models')).json()) as { data: Array<{ id: string }> };
-      expect(models.data.map((m) => m.id)).toEqual(['llama']);
+      expect(models.data.map((m) => m.id)).toEqual(['llama', 'nokey']);
+      const unkeyed = await chat(lateGw, 'nokey');
+      expect([unkeyed.status, (JSON.parse(unkeyed.text) as { error: { code: string } }).error.code]).toEqual([503, 'credentials_missing']);
       const refused = await chat(lateGw, 'llama');
       expect(refused.status).toBe(503);
       expect(JSON.parse(refused.text)).toMatchObject({ error: { code: 'no_deployment_available' } });

@@ -79,8 +79,8 @@ export class Router {
         const slot = spec.slots[i] ?? -1;
         deployments.push({ id: route.id, upstream: route, slot, weight: route.weight, order: route.order, cap: route.maxParallel, labels: { model: route.alias, provider: route.provider } });
       });
-      // A group with replicas but none resolved yet is routed, empty: 503 no_deployment_available, not a missing key.
-      if (deployments.length === 0 && spec.deployments.length > 0) this.#uncredentialed.add(spec.name);
+      // A group whose replicas DNS has not given yet is routed, empty: 503 no_deployment_available (unless their key is missing).
+      if (deployments.length === 0 && !spec.replicaSets.some((set) => set.entry.credentials.kind !== 'missing')) this.#uncredentialed.add(spec.name);
       else {
         const lead = leadRoute(spec);
         this.#groups.set(spec.name, new Group(spec.name, deployments, spec.lone, spec.timeoutMs, { model: lead.alias, provider: lead.provider }));
