@@ -8,16 +8,19 @@
  * reload, and absent at the start; the system resolver through /etc/hosts
  * (`localhost`); and a TLS replica reached at its address with the
  * configured name as SNI, certificate name and Host (the built server as a
- * process, trusting the fixture CA through NODE_EXTRA_CA_CERTS).
+ * process, trusting the fixture CA through NODE_EXTRA_CA_CERTS), whose
+ * SIGHUP keeps a replica's state.
  */
 import { lookup } from 'node:dns/promises';
-import { readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { parseConfig } from '../src/config/load.js';
 import { startFakeUpstream, UPSTREAM_KEY, type FakeUpstream } from './support/fake-upstream.js';
 import { startFakeDns, type FakeDns } from './support/fake-dns.js';
-import { startTestGateway, startTestGatewayProcess, TEST_KEY, type TestGateway } from './support/gateway.js';
+import { startTestGateway, TEST_KEY, type TestGateway } from './support/gateway.js';
+import { spawnGateway } from './support/gateway-process.js';
 import { chat, deploymentStates, type Answer } from './support/routing.js';
 import { chatBody } from './support/requests.js';
 import { until } from './support/waits.js';
@@ -377,41 +380,72 @@ ${ROUTER}
   });
 });
 
-describe('replicas: dns over TLS (the built server as a process)', () => {
-  it('each replica is reached at its address with the configured name as TLS server name, certificate name and Host', async () => {
+describe('replicas: dns over TLS, and SIGHUP (the built server as a process)', () => {
+  it('each replica is reached at its address with the configured name as TLS server name, certificate name and Host; SIGHUP keeps its state', async () => {
     const dns = await startFakeDns();
     const tls = { key: readFileSync(resolve(TLS, 'replica.key'), 'utf8'), cert: readFileSync(resolve(TLS, 'replica.pem'), 'utf8') };
     const ups = [await startFakeUpstream({ tls })];
     const port = (ups[0] as FakeUpstream).port;
     ups.push(await startFakeUpstream({ tls, host: '127.0.0.2', port }));
     dns.answer(NAME, ['127.0.0.1', '127.0.0.2']);
-    const gw = await startTestGatewayProcess({
-      yaml: `
+    const yaml = (extra: string) => `
 model_list:
   - model_name: secure
     params: { model: openai/llama, api_base: "https://${NAME}:${port}/v1", api_key: ${UPSTREAM_KEY}, replicas: dns, dns_servers: ["${dns.server}"] }
     model_info: { id: secure }
+  - model_name: wrong-name
+    params: { model: openai/llama, api_base: "https://other.test:${port}/v1", api_key: ${UPSTREAM_KEY}, replicas: dns, dns_servers: ["${dns.server}"] }
+${extra}
 ${ROUTER}
-`,
-      // The fixture CA signed the certificate of replicas.test (test/support/fixtures/tls); the gateway trusts it only so.
-      env: { NODE_EXTRA_CA_CERTS: resolve(TLS, 'ca.pem') },
-    });
+`;
+    // The same replica under a name its certificate does not have: the certificate check fails.
+    dns.answer('other.test', ['127.0.0.1']);
+    const dir = mkdtempSync(join(tmpdir(), 'switchyard-replicas-'));
+    const file = join(dir, 'gateway.yaml');
+    writeFileSync(file, yaml(''));
+    // The fixture CA signed the certificate of replicas.test (test/support/fixtures/tls); the gateway trusts it only so.
+    const proc = spawnGateway({ env: { GATEWAY_CONFIG: file, GATEWAY_API_KEY: TEST_KEY, GATEWAY_DRAIN_DELAY: '0', NODE_EXTRA_CA_CERTS: resolve(TLS, 'ca.pem') } });
     try {
-      const answers: Array<{ status: number; deployment: string | null }> = [];
-      for (let i = 0; i < 6; i++) {
-        const res = await gw.fetch('/v1/chat/completions', { method: 'POST', body: chatBody('secure') });
+      const url = `http://127.0.0.1:${String((await proc.listening()).port)}`;
+      const get = (path: string) => fetch(`${url}${path}`, { headers: { authorization: `Bearer ${TEST_KEY}` } });
+      const call = async () => {
+        const res = await fetch(`${url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${TEST_KEY}`, 'content-type': 'application/json' }, body: chatBody('secure') });
         await res.text();
-        answers.push({ status: res.status, deployment: res.headers.get('x-switchyard-deployment') });
-      }
+        return { status: res.status, deployment: res.headers.get('x-switchyard-deployment') };
+      };
+      const answers = [];
+      for (let i = 0; i < 6; i++) answers.push(await call());
       expect(answers.map((a) => a.status)).toEqual(answers.map(() => 200));
-      expect(new Set(answers.map((a) => a.deployment))).toEqual(new Set([`secure/127.0.0.1:${port}`, `secure/127.0.0.2:${port}`]));
+      const [one, two] = [`secure/127.0.0.1:${port}`, `secure/127.0.0.2:${port}`];
+      const requests = (ups[0] as FakeUpstream).requests.length;
+      const res = await fetch(`${url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${TEST_KEY}`, 'content-type': 'application/json' }, body: chatBody('wrong-name') });
+      expect([res.status, ((await res.json()) as { error: { code: string } }).error.code]).toEqual([502, 'upstream_unreachable']);
+      expect((ups[0] as FakeUpstream).requests).toHaveLength(requests);
+      expect(new Set(answers.map((a) => a.deployment))).toEqual(new Set([one, two]));
       for (const u of ups) {
         expect(u.requests.length, `${u.origin} took calls`).toBeGreaterThan(0);
         expect(new Set(u.requests.map((r) => [r.servername, r.headers.host].join(' ')))).toEqual(new Set([`${NAME} ${NAME}:${port}`]));
       }
+
+      // Replica 2 cooled, then a reload by SIGHUP with another alias: both replicas stay, replica 2 still cooling.
+      const states = async () => ((await (await get('/status/models/secure')).json()) as { deployments: Array<{ id: string; state: string }> }).deployments.map((d) => [d.id, d.state]);
+      (ups[1] as FakeUpstream).behave({ kind: 'status', status: 500 });
+      await until(async () => {
+        await call();
+        return (await states()).some(([id, state]) => id === two && state === 'cooling_down');
+      }, 'replica 2 cooling down');
+      writeFileSync(file, yaml('  - model_name: extra\n    params: { model: mock/x }'));
+      proc.child.kill('SIGHUP');
+      await until(() => proc.lines().some((l) => l.event === 'config_reloaded'), 'the config_reloaded line');
+      expect(await states()).toEqual([
+        [one, 'healthy'],
+        [two, 'cooling_down'],
+      ]);
+      expect((await get('/status/models/extra')).status).toBe(200);
       expectNoRefusals(ups);
     } finally {
-      await gw.close();
+      await proc.stop();
+      rmSync(dir, { recursive: true, force: true });
       for (const u of ups) await u.close();
       await dns.close();
     }
