@@ -279,7 +279,7 @@ ${ROUTER}
     dns.answer(NAME, 'servfail');
     await until(async () => (await replicaSets(gw, 'llama'))[0]?.dns?.state === 'failing', 'the resolution failing in /status');
     // Several more failed resolutions (A and AAAA each) go by, logged no more.
-    await dns.moreQuestions(NAME, 6);
+    await dns.moreQuestions(NAME, 12);
     const [set] = await replicaSets(gw, 'llama');
     expect(set?.dns?.error).toMatch(/SERVFAIL/);
     expect(set?.replicas.map((r) => r.address)).toEqual(kept);
@@ -352,8 +352,15 @@ describe('replicas: dns with the system resolver (/etc/hosts)', () => {
     expect(found).toContain('127.0.0.1');
     const ups = [await startFakeUpstream()];
     const port = (ups[0] as FakeUpstream).port;
-    // ::1 too, where this machine has it: a replica the gateway cannot reach would only be retried away from.
-    for (const address of found.filter((a) => a !== '127.0.0.1')) ups.push(await startFakeUpstream({ host: address, port }));
+    // ::1 too, where this machine can listen on it; where it cannot (IPv6 off), that replica is unreachable and only cools.
+    const unreachable: string[] = [];
+    for (const address of found.filter((a) => a !== '127.0.0.1')) {
+      try {
+        ups.push(await startFakeUpstream({ host: address, port }));
+      } catch {
+        unreachable.push(`local/[${address}]:${port}`);
+      }
+    }
     const gw = await startTestGateway({
       yaml: `
 model_list:
@@ -372,6 +379,8 @@ ${ROUTER}
         expect(u.requests.length, `${u.origin} took calls`).toBeGreaterThan(0);
         expect(new Set(u.requests.map((r) => r.headers.host))).toEqual(new Set([`localhost:${port}`]));
       }
+      const states = await deploymentStates(gw, 'local');
+      for (const id of unreachable) expect(states[id]?.state).toBe('cooling_down');
       expectNoRefusals(ups);
     } finally {
       await gw.close();
