@@ -28,7 +28,8 @@ const pools = new Map<string, Pool>();
  * the Host header and the TLS server name (SNI, and the certificate's check) from the origin.
  */
 function poolFor(origin: string, connectMs: number, connectTo: string | null): Pool {
-  const key = `${origin}|${connectMs}|${connectTo ?? ''}`;
+  // The key of a deployment without replicas is what it was before replicas existed: it pays nothing for them.
+  const key = connectTo === null ? `${origin}|${connectMs}` : `${origin}|${connectMs}|${connectTo}`;
   let pool = pools.get(key);
   if (!pool) {
     const connect = connectTo === null ? { timeout: connectMs } : { timeout: connectMs, lookup: pinnedLookup(connectTo) };
