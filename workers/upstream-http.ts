@@ -35,8 +35,29 @@ function poolFor(origin: string, connectMs: number, connectTo: string | null): P
     const connect = connectTo === null ? { timeout: connectMs } : { timeout: connectMs, lookup: pinnedLookup(connectTo) };
     pool = new Pool(origin, { connect, keepAliveTimeout: 30_000, keepAliveMaxTimeout: 600_000 });
     pools.set(key, pool);
+    if (connectTo !== null) pinned.set(key, connectTo);
   }
   return pool;
+}
+
+/** The pools pinned to an address, by key: closed once the config no longer has the address (`forgetAddresses`). */
+const pinned = new Map<string, string>();
+
+/**
+ * Closes the pools pinned to addresses no replica of `routing` has any more: a DNS set's pods come
+ * and go, and a pool per address ever seen would pile up. `close` lets the requests in flight on
+ * such a pool finish; a retry of a call still on the old config makes a new one.
+ */
+export function forgetAddresses(routing: { readonly aliases: readonly { readonly connectTo: string | null }[] }): void {
+  if (pinned.size === 0) return;
+  const live = new Set(routing.aliases.map((route) => route.connectTo));
+  for (const [key, address] of pinned) {
+    if (live.has(address)) continue;
+    pinned.delete(key);
+    const pool = pools.get(key);
+    pools.delete(key);
+    pool?.close().catch(noop);
+  }
 }
 
 type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | Array<{ address: string; family: number }>, family?: number) => void;
