@@ -56,12 +56,15 @@ export async function startGateway(loaded: GatewayConfig, log: Logger, options: 
   // replicas of the last answers; an answer that changes swaps it as a reload does. The start
   // waits a little for the first answers, so a pod whose DNS answers has its replicas at once.
   let loadedNow = loaded;
-  let swapReplicas: () => void = () => undefined;
+  // Until the front is built, an answer that changes is only noted, and applied once it is.
+  let missedSwap = false;
+  let swapReplicas: () => void = () => void (missedSwap = true);
   const replicas = new ReplicaDns(log, () => swapReplicas(), options.resolveAddresses);
   replicas.update(loadedNow.routing.replicaSets.filter(isDnsSet));
   await replicas.firstAnswers(FIRST_ANSWER_WAIT_MS);
   const routed = (config: GatewayConfig): GatewayConfig => Object.freeze({ ...config, routing: withDnsReplicas(config.routing, replicas.answersFor(config.routing.replicaSets.filter(isDnsSet))) });
   const config = withSlots(routed(loaded), deployments);
+  missedSwap = false; // the first answers are in `config`
   const pool = await WorkerPool.start(config.workerMode.workers, config.routing, log, deployments);
   // Tracing on: the OpenTelemetry SDK is loaded now (import(), in src/tracing/otel.ts), and only then.
   const tracing = config.tracing === null ? null : await startTracing(config.tracing, log);
@@ -100,6 +103,7 @@ export async function startGateway(loaded: GatewayConfig, log: Logger, options: 
     pool.setRouting(ctx.config.routing);
     ctx.health.reload(ctx.config);
   };
+  if (missedSwap) swapReplicas();
   ctx.metrics.attach(ctx);
   const app = buildApp(ctx);
   const socket = await new Promise<uws.us_listen_socket>((resolve, reject) => {
