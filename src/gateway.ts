@@ -57,7 +57,7 @@ export async function startGateway(loaded: GatewayConfig, log: Logger, options: 
   // waits a little for the first answers, so a pod whose DNS answers has its replicas at once.
   let loadedNow = loaded;
   // Until the front is built, an answer that changes is only noted, and applied once it is.
-  let missedSwap = false;
+  let missedSwap: boolean;
   let swapReplicas: () => void = () => void (missedSwap = true);
   const replicas = new ReplicaDns(log, () => swapReplicas(), options.resolveAddresses);
   replicas.update(loadedNow.routing.replicaSets.filter(isDnsSet));
