@@ -124,7 +124,8 @@ describe('replicas: every mistake names its key', () => {
     ['dns_refresh without dns', 'api_base: "http://a.example/v1", dns_refresh: 2', 'model_list[0].params.dns_refresh: only meaningful with replicas: dns'],
     ['a dns_server that is a name', 'api_base: "http://a.example/v1", replicas: dns, dns_servers: ["dns.example:53"]', 'model_list[0].params.dns_servers[0]: must be an IP address with an optional port'],
     ['an empty dns_servers', 'api_base: "http://a.example/v1", replicas: dns, dns_servers: []', 'model_list[0].params.dns_servers: must list at least one server'],
-    ['a dns_refresh of 0', 'api_base: "http://a.example/v1", replicas: dns, dns_refresh: 0', 'model_list[0].params.dns_refresh: must be a number of seconds above 0'],
+    ['a dns_refresh of 0', 'api_base: "http://a.example/v1", replicas: dns, dns_refresh: 0', 'model_list[0].params.dns_refresh: must be at least 0.05 (seconds)'],
+    ['a dns_refresh under 0.05 s', 'api_base: "http://a.example/v1", replicas: dns, dns_refresh: 0.001', 'model_list[0].params.dns_refresh: must be at least 0.05 (seconds)'],
     ['dns on an IP address', 'api_base: "http://10.0.0.1:8000/v1", replicas: dns', 'model_list[0].params.replicas: "dns" resolves the api_base host, and 10.0.0.1 is an IP address: list the replicas instead'],
   ];
   for (const [what, params, message] of cases) {

@@ -16,6 +16,7 @@ import type { AliasRoute, ReplicaSet, RoutingConfig } from '../../protocol/confi
 
 /** `dns_refresh` when not given, seconds. */
 export const DEFAULT_DNS_REFRESH_S = 5;
+const MIN_DNS_REFRESH_S = 0.05;
 
 /** `1.2.3.4`, `1.2.3.4:53`, `::1`, `[::1]:53`: what `dns.Resolver#setServers` takes (addresses only: a server named by a name would need a resolver itself). */
 export function parseDnsServer(text: string): { host: string; port: number } | null {
@@ -36,8 +37,8 @@ export const replicaParamsShape = {
       error: (issue) => (Array.isArray(issue.input) ? undefined : 'must be "dns" or a list of api_base URLs'),
     })
     .optional(),
-  /** Seconds between two resolutions of a `dns` set. */
-  dns_refresh: z.number().positive('must be a number of seconds above 0').finite().optional(),
+  /** Seconds between two resolutions of a `dns` set; at least 0.05, so a typo cannot turn it into a flood of questions. */
+  dns_refresh: z.number().min(MIN_DNS_REFRESH_S, `must be at least ${MIN_DNS_REFRESH_S} (seconds)`).finite().optional(),
   /** DNS servers to ask instead of the system resolver. */
   dns_servers: z
     .array(z.string().refine((text) => parseDnsServer(text) !== null, 'must be an IP address with an optional port, e.g. "10.0.0.10:53" or "[fd00::a]:53"'))

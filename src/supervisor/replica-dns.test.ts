@@ -10,7 +10,7 @@ import { isDnsSet, type DnsReplicaSet, type DnsSettings } from '../config/replic
 import { until } from '../../test/support/waits.js';
 import { ReplicaDns } from './replica-dns.js';
 
-function sets(host = 'vllm.svc', refresh = 0.01): DnsReplicaSet[] {
+function sets(host = 'vllm.svc', refresh = 0.05): DnsReplicaSet[] {
   const { routing } = parseConfig(
     `model_list:\n  - model_name: llama\n    params: { model: openai/l, api_base: "http://${host}:8000/v1", replicas: dns, dns_refresh: ${refresh} }\n    model_info: { id: pool }\n`,
     'dns.yaml',
