@@ -65,6 +65,11 @@ export interface Upstream {
   readonly dropParams: boolean;
   /** params.responses_api: the upstream serves `POST /responses` itself, so Responses API calls are passed through. */
   readonly responsesApi: boolean;
+  /**
+   * The IP address the connection goes to instead of the `apiBase` host (a replica found by
+   * `replicas: dns`), which stays the Host header and the TLS server name; null: the host's own.
+   */
+  readonly connectTo: string | null;
 }
 
 /** An upstream's settings as its provider's own type: the loader made them with that provider's config. */
@@ -83,6 +88,27 @@ export interface AliasRoute extends Upstream {
   readonly order: number;
   /** Cap on this deployment's calls in flight in the pod; 0 for none. */
   readonly maxParallel: number;
+  /** The replica this deployment is of an entry with `replicas`, or null for an entry without. */
+  readonly replica: Replica | null;
+}
+
+/** One replica of a `model_list` entry with `replicas` (CONTRACT.md, Inference-aware routing, Replicas). */
+export interface Replica {
+  /** The entry's id; the deployment's id is `<entry>/<address>`. */
+  readonly entry: string;
+  /** `host:port` (`[v6]:port` for IPv6), as in the id. */
+  readonly address: string;
+}
+
+/**
+ * A `model_list` entry with `replicas`: each replica is a deployment of `aliases`. The set is kept
+ * on its own so its group exists while DNS has given no address (503 `no_deployment_available`,
+ * not 404), and is never a lone group, even with one replica.
+ */
+export interface ReplicaSet {
+  /** The entry as configured (its alias, id, provider, `api_base`: the name DNS resolves); never routed itself. */
+  readonly entry: AliasRoute;
+  readonly source: 'list' | 'dns';
 }
 
 /** A `route_rules` entry: enables `<provider>/<upstream id>` names matching its globs. */
@@ -131,6 +157,8 @@ export interface RoutingConfig {
    * the front, which keeps one slot per deployment id across reloads; empty until it has.
    */
   readonly slots: readonly number[];
+  /** The entries with `replicas`, in config order. */
+  readonly replicaSets: readonly ReplicaSet[];
   readonly rules: readonly RuleRoute[];
   readonly router: RouterSettings;
   readonly maxResponseBodyBytes: number;

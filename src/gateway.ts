@@ -19,6 +19,9 @@ import { WorkerPool } from './supervisor/worker-pool.js';
 import { DeploymentSlots } from './supervisor/deployment-slots.js';
 import { AwsChainStates } from './supervisor/aws-chain.js';
 import { startTracing } from './tracing/otel.js';
+import { ReplicaDns, type ResolveAddresses } from './supervisor/replica-dns.js';
+import { isDnsSet, withDnsReplicas } from './config/replicas.js';
+import { noInferenceFigures, type InferenceFiguresOf } from './front/replica-status.js';
 
 export interface Gateway {
   readonly port: number;
@@ -46,10 +49,22 @@ export interface DrainReport {
   readonly closedAtMs: number;
 }
 
-export async function startGateway(loaded: GatewayConfig, log: Logger): Promise<Gateway> {
+export async function startGateway(loaded: GatewayConfig, log: Logger, options: GatewayOptions = {}): Promise<Gateway> {
   // One state slot per deployment id, kept across reloads (src/supervisor/deployment-slots.ts).
   const deployments = new DeploymentSlots(loaded.routing.aliases.length, loaded.workerMode.workers);
-  const config = withSlots(loaded, deployments);
+  // `replicas: dns` (src/supervisor/replica-dns.ts): the routed config is the loaded one with the
+  // replicas of the last answers; an answer that changes swaps it as a reload does. The start
+  // waits a little for the first answers, so a pod whose DNS answers has its replicas at once.
+  let loadedNow = loaded;
+  // Until the front is built, an answer that changes is only noted, and applied once it is.
+  let missedSwap: boolean;
+  let swapReplicas: () => void = () => void (missedSwap = true);
+  const replicas = new ReplicaDns(log, () => swapReplicas(), options.resolveAddresses);
+  replicas.update(loadedNow.routing.replicaSets.filter(isDnsSet));
+  await replicas.firstAnswers(FIRST_ANSWER_WAIT_MS);
+  const routed = (config: GatewayConfig): GatewayConfig => Object.freeze({ ...config, routing: withDnsReplicas(config.routing, replicas.answersFor(config.routing.replicaSets.filter(isDnsSet))) });
+  const config = withSlots(routed(loaded), deployments);
+  missedSwap = false; // the first answers are in `config`
   const pool = await WorkerPool.start(config.workerMode.workers, config.routing, log, deployments);
   // Tracing on: the OpenTelemetry SDK is loaded now (import(), in src/tracing/otel.ts), and only then.
   const tracing = config.tracing === null ? null : await startTracing(config.tracing, log);
@@ -71,7 +86,24 @@ export async function startGateway(loaded: GatewayConfig, log: Logger): Promise<
     uwsNative: UWS_NATIVE,
     lifecycle: new Lifecycle(),
     tracing,
+    replicas,
+    inferenceFigures: options.inferenceFigures ?? noInferenceFigures,
   };
+  let dnsCheck = false;
+  const watchReplicas = (c: GatewayConfig) => {
+    // Registered once the config first has a `dns` set; an embedder's check survives reloads.
+    if (dnsCheck || !c.routing.replicaSets.some(isDnsSet)) return;
+    dnsCheck = true;
+    ctx.health.register(replicas.check());
+  };
+  watchReplicas(config);
+  swapReplicas = () => {
+    const next = withSlots(routed(loadedNow), deployments);
+    ctx.config = Object.freeze({ ...ctx.config, routing: next.routing });
+    pool.setRouting(ctx.config.routing);
+    ctx.health.reload(ctx.config);
+  };
+  if (missedSwap) swapReplicas();
   ctx.metrics.attach(ctx);
   const app = buildApp(ctx);
   const socket = await new Promise<uws.us_listen_socket>((resolve, reject) => {
@@ -91,6 +123,7 @@ export async function startGateway(loaded: GatewayConfig, log: Logger): Promise<
       ctx.lifecycle.phase = 'closed';
       closeSocket();
       (app as unknown as { close?: () => void }).close?.();
+      replicas.stop();
       ctx.health.stop();
       await pool.close();
       // What is still queued gets a moment to go out; a collector that is down costs no more than that.
@@ -140,7 +173,11 @@ export async function startGateway(loaded: GatewayConfig, log: Logger): Promise<
     reload(loadedNext) {
       const current = ctx.config;
       // Before anything changes: a reload with more new deployment ids than there are state slots is refused whole.
-      const next = withSlots(loadedNext, deployments);
+      // A `dns` set that survives keeps its answer, so its replicas keep their ids and state.
+      const sets = loadedNext.routing.replicaSets.filter(isDnsSet);
+      const next = withSlots(Object.freeze({ ...loadedNext, routing: withDnsReplicas(loadedNext.routing, replicas.answersFor(sets)) }), deployments);
+      replicas.update(sets);
+      loadedNow = loadedNext;
       // A generated key stays the same across reloads; a configured one may rotate.
       // The worker mode stays the one the pool runs (and /status reports) until the next start.
       const config = Object.freeze({ ...next, workerMode: current.workerMode, ...(next.apiKeyGenerated && current.apiKeyGenerated && { apiKeys: current.apiKeys }) });
@@ -152,11 +189,23 @@ export async function startGateway(loaded: GatewayConfig, log: Logger): Promise<
       ctx.auth = new BearerAuth(config.apiKeys);
       pool.setRouting(config.routing);
       ctx.health.reload(config);
+      watchReplicas(config);
     },
     drain,
     close,
   };
 }
+
+/** What a test or an embedder may swap in. */
+export interface GatewayOptions {
+  /** How `replicas: dns` names are resolved (default: the system resolver or the entry's dns_servers). */
+  readonly resolveAddresses?: ResolveAddresses;
+  /** A replica's load figures for /status (issue 36's scraper); default: none known. */
+  readonly inferenceFigures?: InferenceFiguresOf;
+}
+
+/** The longest the start waits for the first answers of the `replicas: dns` names. */
+const FIRST_ANSWER_WAIT_MS = 2_000;
 
 /** How long closing waits for queued spans to be exported. */
 const TRACE_FLUSH_MS = 2_000;

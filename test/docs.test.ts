@@ -86,6 +86,19 @@ describe("the README's config example", () => {
   });
 });
 
+describe("the README's replicas example", () => {
+  it('loads with no warning: a dns set and a listed set of two replicas', () => {
+    const yaml = firstBlockAfter(readme, '### Replicas of a self-hosted server', 'yaml');
+    const { routing, warnings } = parseConfig(yaml, 'README.md', {});
+    expect(warnings).toEqual([]);
+    expect(routing.replicaSets.map((set) => [set.entry.id, set.source])).toEqual([
+      ['vllm', 'dns'],
+      ['llama-static-0', 'list'],
+    ]);
+    expect(routing.aliases.map((route) => route.id)).toEqual(['llama-static-0/10.0.0.5:8000', 'llama-static-0/10.0.0.6:8000']);
+  });
+});
+
 describe("the README's Providers example", () => {
   it('loads with no warning and has a deployment of every network provider, and an alias across two', () => {
     const yaml = firstBlockAfter(readme, '## Providers', 'yaml');

@@ -31,7 +31,7 @@ export async function probeUpstream(frame: ProbeFrame): Promise<ProbedFrame> {
     exchange.abort(new Error('probe timeout'));
   }, frame.timeoutMs);
   try {
-    upstreamExchange(upstream.apiBase, frame.timeoutMs, 'GET', request.path, null, request.headers, exchange);
+    upstreamExchange(upstream.apiBase, upstream.connectTo, frame.timeoutMs, 'GET', request.path, null, request.headers, exchange);
     const { status } = await exchange.head;
     // Read to the end so the connection is kept for the next probe; a body cut off changes nothing.
     await exchange.body.catch(() => undefined);

@@ -11,7 +11,7 @@
 import type { RouterSettings, RoutingConfig, Upstream } from '../protocol/config.js';
 import type { RouteLabels } from '../protocol/frames.js';
 import { GatewayError } from '../protocol/errors.js';
-import { groupsOf } from '../protocol/routing-groups.js';
+import { groupsOf, leadRoute } from '../protocol/routing-groups.js';
 
 export interface Deployment {
   readonly id: string;
@@ -32,6 +32,8 @@ export class Group {
   readonly deployments: readonly Deployment[];
   readonly lone: boolean;
   readonly timeoutMs: number;
+  /** The labels of a request no deployment served (a group whose replicas DNS has not given yet has none). */
+  readonly labels: RouteLabels;
   fallbacks: readonly Group[] = [];
   contextWindowFallbacks: readonly Group[] = [];
   /** This group, then its fallbacks: the groups a request for it tries in turn. */
@@ -41,8 +43,9 @@ export class Group {
   /** Per pick: deployments refused on reservation (another thread was faster). Reused: a pick allocates nothing. */
   readonly refused: Uint8Array;
 
-  constructor(name: string, deployments: Deployment[], lone: boolean, timeoutMs: number) {
+  constructor(name: string, deployments: Deployment[], lone: boolean, timeoutMs: number, labels: RouteLabels) {
     this.name = name;
+    this.labels = labels;
     this.deployments = deployments.sort((a, b) => a.order - b.order);
     this.lone = lone;
     this.timeoutMs = timeoutMs;
@@ -76,8 +79,12 @@ export class Router {
         const slot = spec.slots[i] ?? -1;
         deployments.push({ id: route.id, upstream: route, slot, weight: route.weight, order: route.order, cap: route.maxParallel, labels: { model: route.alias, provider: route.provider } });
       });
-      if (deployments.length === 0) this.#uncredentialed.add(spec.name);
-      else this.#groups.set(spec.name, new Group(spec.name, deployments, spec.lone, spec.timeoutMs));
+      // A group whose replicas DNS has not given yet is routed, empty: 503 no_deployment_available (unless their key is missing).
+      if (deployments.length === 0 && !spec.replicaSets.some((set) => set.entry.credentials.kind !== 'missing')) this.#uncredentialed.add(spec.name);
+      else {
+        const lead = leadRoute(spec);
+        this.#groups.set(spec.name, new Group(spec.name, deployments, spec.lone, spec.timeoutMs, { model: lead.alias, provider: lead.provider }));
+      }
     }
     for (const spec of specs.values()) {
       const group = this.#groups.get(spec.name);
@@ -110,7 +117,7 @@ export class Router {
           cap: 0,
           labels: { model: `${provider}/*`, provider },
         };
-        return new Group(model, [deployment], true, rule.base.timeouts.totalMs);
+        return new Group(model, [deployment], true, rule.base.timeouts.totalMs, deployment.labels);
       }
     }
     throw new GatewayError('model_not_found', `model "${truncate(model)}" is not configured`);

@@ -10,7 +10,7 @@ describe('WorkerSession', () => {
     const answers: FromWorker[] = [];
     const port: FrameSender<FromWorker> = { send: (frame) => answers.push(frame), lend: (frame) => answers.push(frame), close() {} };
     const router = { strategy: 'simple-shuffle', numRetries: 2, retryAfterMs: 0, allowedFails: 3, cooldownMs: 30_000, fallbacks: [], contextWindowFallbacks: [], streamCommitTimeoutMs: 10_000, maxRetryWaitMs: 10_000, timeoutMs: null } as const;
-    const routing = { version: 1, aliases: [], slots: [], rules: [], router, maxResponseBodyBytes: 1 << 20 };
+    const routing = { version: 1, aliases: [], slots: [], replicaSets: [], rules: [], router, maxResponseBodyBytes: 1 << 20 };
     new WorkerSession((onFrame) => ((deliver = onFrame), port), routing, { memory: deploymentStateMemory(1, 1), worker: 0 });
 
     const lent = Buffer.from(JSON.stringify({ model: 'no-such-model', messages: [{ role: 'user', content: 'hi' }] }));

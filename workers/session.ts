@@ -15,6 +15,7 @@ import { ChurnMap } from '../protocol/churn-tables.js';
 import { CallControl } from './call-control.js';
 import { Flow } from './flow.js';
 import { probeUpstream } from './probe.js';
+import { forgetAddresses } from './upstream-http.js';
 import { readRequestBody, toParsedRequest, type RequestBody } from '../protocol/request-body.js';
 import { Router, type Deployment } from './router.js';
 import { PROVIDERS } from './providers/index.js';
@@ -77,6 +78,7 @@ export class WorkerSession {
         return;
       case 'config':
         this.#router = new Router(frame.routing);
+        forgetAddresses(frame.routing);
         this.#env = this.#envFor(this.#router);
         this.#countEnv = { ...this.#env, adapterFor: counterFor };
         return;

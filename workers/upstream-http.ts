@@ -9,6 +9,7 @@
  * rest of the worker's work (the profile in loadtest/RESULTS.md).
  */
 import type { IncomingHttpHeaders } from 'node:http';
+import { isIPv6 } from 'node:net';
 import type { Dispatcher } from 'undici';
 // Pool's own module, not undici's index: the index loads fetch, WebSocket, caches and mocks
 // as well, which is 3× the load time (150 ms against 50 ms on one core) and heap in every
@@ -21,14 +22,53 @@ type Pool = InstanceType<typeof Pool>;
 
 const pools = new Map<string, Pool>();
 
-function poolFor(origin: string, connectMs: number): Pool {
-  const key = `${origin}|${connectMs}`;
+/**
+ * The pool of an origin, or of one address of it (`connectTo`, a replica found by DNS). Pinned, the
+ * socket's lookup answers that address, so the connection goes there while undici still takes
+ * the Host header and the TLS server name (SNI, and the certificate's check) from the origin.
+ */
+function poolFor(origin: string, connectMs: number, connectTo: string | null): Pool {
+  // The key of a deployment without replicas is what it was before replicas existed: it pays nothing for them.
+  const key = connectTo === null ? `${origin}|${connectMs}` : `${origin}|${connectMs}|${connectTo}`;
   let pool = pools.get(key);
   if (!pool) {
-    pool = new Pool(origin, { connect: { timeout: connectMs }, keepAliveTimeout: 30_000, keepAliveMaxTimeout: 600_000 });
+    const connect = connectTo === null ? { timeout: connectMs } : { timeout: connectMs, lookup: pinnedLookup(connectTo) };
+    pool = new Pool(origin, { connect, keepAliveTimeout: 30_000, keepAliveMaxTimeout: 600_000 });
     pools.set(key, pool);
+    if (connectTo !== null) pinned.set(key, connectTo);
   }
   return pool;
+}
+
+/** The pools pinned to an address, by key: closed once the config no longer has the address (`forgetAddresses`). */
+const pinned = new Map<string, string>();
+
+/**
+ * Closes the pools pinned to addresses no replica of `routing` has any more: a DNS set's pods come
+ * and go, and a pool per address ever seen would pile up. `close` lets the requests in flight on
+ * such a pool finish; a retry of a call still on the old config makes a new one.
+ */
+export function forgetAddresses(routing: { readonly aliases: readonly { readonly connectTo: string | null }[] }): void {
+  if (pinned.size === 0) return;
+  const live = new Set(routing.aliases.map((route) => route.connectTo));
+  for (const [key, address] of pinned) {
+    if (live.has(address)) continue;
+    pinned.delete(key);
+    const pool = pools.get(key);
+    pools.delete(key);
+    pool?.close().catch(noop);
+  }
+}
+
+type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | Array<{ address: string; family: number }>, family?: number) => void;
+
+/** A `net.connect` lookup that answers `address` whatever the name; `all` is what Node asks for when it races address families. */
+function pinnedLookup(address: string): (hostname: string, options: { all?: boolean }, callback: LookupCallback) => void {
+  const family = isIPv6(address) ? 6 : 4;
+  return (_hostname, options, callback) => {
+    if (options.all === true) callback(null, [{ address, family }]);
+    else callback(null, address, family);
+  };
 }
 
 const targets = new Map<string, { origin: string; basePath: string }>();
@@ -226,6 +266,7 @@ const asError = (reason: unknown): Error => (reason instanceof Error ? reason : 
  */
 export function upstreamExchange(
   apiBase: string,
+  connectTo: string | null,
   connectMs: number,
   method: 'GET' | 'POST',
   path: string,
@@ -234,7 +275,7 @@ export function upstreamExchange(
   exchange: UpstreamExchange,
 ): void {
   const { origin, basePath } = parseBase(apiBase);
-  poolFor(origin, connectMs).dispatch({ method, path: basePath + path, headers, body, headersTimeout: 0, bodyTimeout: 0 }, exchange);
+  poolFor(origin, connectMs, connectTo).dispatch({ method, path: basePath + path, headers, body, headersTimeout: 0, bodyTimeout: 0 }, exchange);
 }
 
 const CODES: Record<string, ErrorCode> = {

@@ -7,12 +7,13 @@ import { readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { parse as parseYaml, YAMLParseError } from 'yaml';
 import { z } from 'zod';
-import type { AliasRoute, Credentials, FallbackList, RouterSettings, RoutingConfig, RuleRoute, Timeouts, Upstream } from '../../protocol/config.js';
+import type { AliasRoute, Credentials, FallbackList, ReplicaSet, RouterSettings, RoutingConfig, RuleRoute, Timeouts, Upstream } from '../../protocol/config.js';
 import { PROVIDER_NAMES, isProviderName, type ProviderName, type ProviderSettings } from '../../protocol/providers.js';
 import { PROVIDER_CONFIGS } from '../../workers/providers/configs.js';
 import { foreignParamKeys } from './provider-params.js';
 import { configFileSchema, unsupportedKeys, LITELLM_ONLY_STRATEGIES, type ConfigFile, type ParamsInput } from './schema.js';
 import { availableCpus } from './cpu-limit.js';
+import { addressOf, isDnsSet, replicaRoute, replicaSpecOf, ReplicaParamsError, type ReplicaSpec } from './replicas.js';
 import { chooseWorkers, type WorkerMode } from './workers.js';
 import { DEMO_CONFIG_YAML } from './demo.js';
 import { HealthSettingsError, healthSettingsFromEnv } from '../health/settings.js';
@@ -175,8 +176,15 @@ export function parseConfig(text: string, source: string, env: Env = process.env
 
   const dropParams = file.litellm_settings?.drop_params ?? false;
   const perAlias = new Map<string, number>();
-  const idsAt = new Map<string, number>();
-  const aliases: AliasRoute[] = file.model_list.map((entry, i) => {
+  const idsAt = new Map<string, string>();
+  const aliases: AliasRoute[] = [];
+  const replicaSets: ReplicaSet[] = [];
+  const claim = (id: string, where: string, key: string) => {
+    const clash = idsAt.get(id);
+    if (clash !== undefined) throw new ConfigError(`${source}: ${key}: "${id}" is already the id of ${clash}; deployment ids must be unique`);
+    idsAt.set(id, where);
+  };
+  file.model_list.forEach((entry, i) => {
     const params = entry.params ?? entry.litellm_params;
     const at = `model_list[${i}].${entry.params ? 'params' : 'litellm_params'}`;
     if (!params) throw new ConfigError(`${source}: model_list[${i}]: needs "params" (or "litellm_params") with a "model"`);
@@ -187,19 +195,43 @@ export function parseConfig(text: string, source: string, env: Env = process.env
     const n = perAlias.get(entry.model_name) ?? 0;
     perAlias.set(entry.model_name, n + 1);
     const id = entry.model_info?.id ?? `${entry.model_name}-${n}`;
-    const clash = idsAt.get(id);
-    if (clash !== undefined) throw new ConfigError(`${source}: model_list[${i}].model_info.id: "${id}" is already the id of model_list[${clash}]; deployment ids must be unique`);
-    idsAt.set(id, i);
-    return Object.freeze({
+    claim(id, `model_list[${i}]`, `model_list[${i}].model_info.id`);
+    const context = { env, dropParams, at: `${source}: ${at}` };
+    const route: AliasRoute = Object.freeze({
       alias: entry.model_name,
       id,
       weight: params.weight ?? DEFAULTS.deployment.weight,
       order: params.order ?? DEFAULTS.deployment.order,
       maxParallel: params.max_parallel_requests ?? 0,
       upstreamModel: params.model.slice(slash + 1),
-      ...resolveUpstream(provider, params, { env, dropParams, at: `${source}: ${at}` }),
+      replica: null,
+      ...resolveUpstream(provider, params, context),
     });
+    let spec: ReplicaSpec;
+    try {
+      spec = replicaSpecOf(params, route.apiBase, provider);
+    } catch (err) {
+      if (err instanceof ReplicaParamsError) throw new ConfigError(`${source}: ${at}.${err.key}: ${err.message}`);
+      throw err;
+    }
+    if (spec.kind === 'none') aliases.push(route);
+    else if (spec.kind === 'list') {
+      if (params.api_base !== undefined) warnings.push(`${source}: "${at}.api_base" is not called: "${at}.replicas" lists the api_base of each replica`);
+      replicaSets.push(Object.freeze({ entry: route, source: 'list' }));
+      spec.bases.forEach((base, j) => {
+        // Each replica resolved at its own api_base: a keyless self-hosted server is keyless at every one.
+        const replica = replicaRoute({ ...route, ...resolveUpstream(provider, { ...params, api_base: base }, context) }, addressOf(base), base, null);
+        claim(replica.id, `${at}.replicas[${j}]`, `${at}.replicas[${j}]`);
+        aliases.push(replica);
+      });
+    } else replicaSets.push(Object.freeze({ entry: route, source: 'dns', dns: spec.dns, at: aliases.length }));
   });
+  // A DNS replica's id is made at run time: no configured id may be one it could take.
+  for (const set of replicaSets.filter(isDnsSet)) {
+    for (const [id, where] of idsAt) {
+      if (id.startsWith(`${set.entry.id}/`)) throw new ConfigError(`${source}: ${where}: "${id}" could be the id of a replica of ${idsAt.get(set.entry.id)} (replicas: dns), "${set.entry.id}/<address>:<port>"; choose another`);
+    }
+  }
   const router = resolveRouter(file, new Set(perAlias.keys()), source);
 
   const rules: RuleRoute[] = file.route_rules.map((rule, i) => {
@@ -228,7 +260,7 @@ export function parseConfig(text: string, source: string, env: Env = process.env
     loadedAt: Date.now(),
     health,
     tracing,
-    routing: Object.freeze({ version, aliases: Object.freeze(aliases), slots: Object.freeze([]), rules: Object.freeze(rules), router, maxResponseBodyBytes }),
+    routing: Object.freeze({ version, aliases: Object.freeze(aliases), slots: Object.freeze([]), replicaSets: Object.freeze(replicaSets), rules: Object.freeze(rules), router, maxResponseBodyBytes }),
     warnings: Object.freeze(warnings),
   });
 }
@@ -301,6 +333,7 @@ function resolveUpstream(provider: ProviderName, params: Partial<ParamsInput>, {
     settings,
     dropParams: params.drop_params ?? dropParams,
     responsesApi: params.responses_api ?? false,
+    connectTo: null,
   };
 }
 

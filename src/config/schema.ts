@@ -6,6 +6,7 @@
  */
 import { z } from 'zod';
 import { providerParamsShape } from './provider-params.js';
+import { replicaParamsShape } from './replicas.js';
 
 const seconds = z.number().positive().finite();
 
@@ -40,10 +41,12 @@ export const paramsSchema = z.looseObject({
   order: z.number().int().nonnegative().optional(),
   /** Cap on this deployment's calls in flight in the pod. */
   max_parallel_requests: z.number().int().positive().optional(),
+  // Replicas (CONTRACT.md, Inference-aware routing): `replicas`, `dns_refresh`, `dns_servers` (src/config/replicas.ts).
+  ...replicaParamsShape,
 });
 
-/** The params of a route rule: a rule is not a deployment, so it has no model, weight, order or cap. */
-const ruleParamsSchema = paramsSchema.omit({ model: true, weight: true, order: true, max_parallel_requests: true });
+/** The params of a route rule: a rule is not a deployment, so it has no model, weight, order, cap or replicas. */
+const ruleParamsSchema = paramsSchema.omit({ model: true, weight: true, order: true, max_parallel_requests: true, replicas: true, dns_refresh: true, dns_servers: true });
 
 /** A deployment id: printable ASCII without spaces, as it appears in headers, metrics and logs. LiteLLM writes some as numbers. */
 const deploymentId = z

@@ -12,6 +12,8 @@ import type { BearerAuth } from './auth.js';
 import type { StreamKeepalive } from './keepalive.js';
 import type { Lifecycle } from './lifecycle.js';
 import type { Tracing } from '../tracing/tracing.js';
+import type { ReplicaDns } from '../supervisor/replica-dns.js';
+import type { InferenceFiguresOf } from './replica-status.js';
 
 export interface FrontContext {
   /** Swapped whole on reload; handlers read it per request. */
@@ -34,4 +36,8 @@ export interface FrontContext {
   readonly lifecycle: Lifecycle;
   /** Null when tracing is off: the request path then checks this and nothing else. */
   readonly tracing: Tracing | null;
+  /** The resolution of the `replicas: dns` entries (/status reads it). */
+  readonly replicas: ReplicaDns;
+  /** Each replica's load figures for /status (the inference scraper's), null when not scraped. */
+  readonly inferenceFigures: InferenceFiguresOf;
 }

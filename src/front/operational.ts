@@ -5,7 +5,7 @@
  */
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { settingsOf, type AliasRoute, type Credentials } from '../../protocol/config.js';
-import { groupsOf, type GroupSpec } from '../../protocol/routing-groups.js';
+import { groupsOf, leadRoute, type GroupSpec } from '../../protocol/routing-groups.js';
 import type { DeploymentStates } from '../../protocol/deployment-state.js';
 import { httpStatusOf } from '../health/types.js';
 import { VERSION } from '../../protocol/version.js';
@@ -14,6 +14,7 @@ import type { FrontContext } from './context.js';
 import type { DeploymentCredentials, ModelStatus } from './status-schemas.js';
 import { isoOrNull, type AwsChainStates } from '../supervisor/aws-chain.js';
 import { send, sendError, sendJson, type Exchange } from './http.js';
+import { replicaSetsStatus } from './replica-status.js';
 
 /** spec 000, Health object; CONTRACT.md: the same body on /health/live and /health/liveliness. */
 const LIVE_BODY = JSON.stringify({ object: 'health', status: 'ok' });
@@ -79,7 +80,7 @@ export function status(ctx: FrontContext, ex: Exchange): void {
  * describe its first deployment; `deployments` lists every one with its live routing state.
  */
 function modelStatus(group: GroupSpec, ctx: FrontContext, now: number): ModelStatus {
-  const route = group.deployments[0] as AliasRoute;
+  const route = leadRoute(group);
   const { credentials } = route;
   const states = ctx.deployments.states;
   return {
@@ -93,6 +94,7 @@ function modelStatus(group: GroupSpec, ctx: FrontContext, now: number): ModelSta
     routing_strategy: ctx.config.routing.router.strategy,
     fallbacks: [...group.fallbacks],
     deployments: group.deployments.map((d, i) => deploymentStatus(d, group.slots[i] as number, states, ctx.awsChain, now)),
+    replica_sets: replicaSetsStatus(group, { states, replicas: ctx.replicas, inferenceFigures: ctx.inferenceFigures }, now),
   };
 }
 
@@ -165,7 +167,7 @@ function anthropicModel(ctx: FrontContext, group: GroupSpec) {
 
 /** An alias's owner is its first deployment's provider. */
 function modelObject(ctx: FrontContext, group: GroupSpec) {
-  return { id: group.name, object: 'model', created: Math.floor(ctx.counters.startedAt / 1000), owned_by: (group.deployments[0] as AliasRoute).provider };
+  return { id: group.name, object: 'model', created: Math.floor(ctx.counters.startedAt / 1000), owned_by: leadRoute(group).provider };
 }
 
 /** The alias named by the route's `{model}` segment, or null once the 404 is sent. */

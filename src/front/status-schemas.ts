@@ -58,6 +58,42 @@ export const deploymentStatusSchema = z.object({
   credentials: deploymentCredentialsSchema,
 });
 
+/**
+ * A `model_list` entry with `replicas` (CONTRACT.md, Inference-aware routing): each replica, which is
+ * also one of `deployments` (id `<entry id>/<host:port>`). The load figures come from the replica's
+ * `/metrics` (`server_metrics`); null when it is not scraped or not read yet.
+ */
+export const replicaSetStatusSchema = z.object({
+  /** The entry's id. */
+  id: z.string(),
+  source: z.enum(['list', 'dns']),
+  /** `dns` only: the name resolved and how its resolution goes (`failing`: the last good answer is kept). */
+  dns: z
+    .object({
+      host: z.string(),
+      state: z.enum(['resolving', 'ok', 'failing']),
+      resolved_at: z.string().nullable(),
+      error: z.string().nullable(),
+    })
+    .nullable(),
+  replicas: z.array(
+    z.object({
+      /** `host:port` (`[v6]:port`). */
+      address: z.string(),
+      /** Its deployment id. */
+      deployment: z.string(),
+      state: z.enum(['healthy', 'cooling_down', 'half_open']),
+      in_flight: z.number().int(),
+      cooldown_remaining_ms: z.number().int(),
+      waiting: z.number().nullable(),
+      running: z.number().nullable(),
+      kv_cache: z.number().nullable(),
+      metrics_age_ms: z.number().nullable(),
+      prefix_index_entries: z.number().int().nullable(),
+    }),
+  ),
+});
+
 export const modelStatusSchema = z.object({
   alias: z.string(),
   provider: z.string(),
@@ -73,9 +109,12 @@ export const modelStatusSchema = z.object({
   routing_strategy: z.enum(['simple-shuffle', 'least-busy', 'latency-based-routing']),
   fallbacks: z.array(z.string()),
   deployments: z.array(deploymentStatusSchema),
+  /** The alias's entries with `replicas`; empty when it has none. */
+  replica_sets: z.array(replicaSetStatusSchema),
 });
 
 export type ModelStatus = z.infer<typeof modelStatusSchema>;
 export type DeploymentCredentials = z.infer<typeof deploymentCredentialsSchema>;
+export type ReplicaSetStatus = z.infer<typeof replicaSetStatusSchema>;
 
 export const modelStatusListSchema = z.object({ object: z.literal('list'), data: z.array(modelStatusSchema) });

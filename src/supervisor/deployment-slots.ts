@@ -56,6 +56,11 @@ export class DeploymentSlots {
     return assigned;
   }
 
+  /** The slot of a configured deployment id; undefined once it left the config (its slot is then retired). */
+  slotOf(id: string): number | undefined {
+    return this.#byId.get(id);
+  }
+
   #allocate(): number {
     if (this.#fresh < this.memory.capacity) return this.#fresh++;
     // Found: `assign` counted the free ones first.

@@ -113,6 +113,6 @@ export function upstreamChecks(routing: RoutingConfig, pool: WorkerPool, timeout
 }
 
 /** Only what the probe needs crosses to the worker (not the alias, id, weights or globs). */
-function probeTarget({ provider, apiBase, credentials, timeouts, settings, dropParams, responsesApi }: ProbeTarget): ProbeTarget {
-  return { provider, apiBase, credentials, timeouts, settings, dropParams, responsesApi };
+function probeTarget({ provider, apiBase, credentials, timeouts, settings, dropParams, responsesApi, connectTo }: ProbeTarget): ProbeTarget {
+  return { provider, apiBase, credentials, timeouts, settings, dropParams, responsesApi, connectTo };
 }

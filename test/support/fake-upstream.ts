@@ -16,8 +16,10 @@
  * proves the answers with the official `openai` SDK.
  */
 import http from 'node:http';
+import https from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import { isIPv6, type AddressInfo, type Socket } from 'node:net';
+import type { TLSSocket } from 'node:tls';
 import { until } from './waits.js';
 
 export interface RecordedRequest {
@@ -31,6 +33,8 @@ export interface RecordedRequest {
   key: string | null;
   /** Why the fake refused it as the real service would: `path` (404, a method and path not served), `key` (401), or null (served). */
   refused: Refusal | null;
+  /** The TLS server name (SNI) the client asked for; null over plain HTTP or without SNI. */
+  servername: string | null;
 }
 
 export type Refusal = 'path' | 'key';
@@ -44,6 +48,12 @@ export interface FakeUpstreamOptions {
    * self-hosted server started without a key (vLLM without `--api-key`), which takes a request with any key or none.
    */
   key?: string | null;
+  /** The address it listens on (default 127.0.0.1): a replica of a name that resolves to several loopback addresses. */
+  host?: string;
+  /** The port (default: any free one): replicas of one name listen on one port. */
+  port?: number;
+  /** HTTPS with this key and certificate (PEM) instead of HTTP. */
+  tls?: { key: string; cert: string };
 }
 
 export type Behaviour =
@@ -680,7 +690,7 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
 
   // ---- server -------------------------------------------------------------
 
-  const server = http.createServer((req, res) => {
+  const handler = (req: IncomingMessage, res: ServerResponse) => {
     const e: Entry = { req, res, serverClosed: false, timers: new Set(), extraHeaders: {} };
     live.add(e);
     res.setHeader('x-fake-upstream', '1');
@@ -714,6 +724,7 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
         json,
         key: bearerKey(req.headers.authorization),
         refused: null,
+        servername: ((req.socket as TLSSocket).servername as string | false | undefined) || null,
       };
       requests.push(rec);
       const refusal = refusalOf(rec, key);
@@ -732,7 +743,8 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
         }
       }
     });
-  });
+  };
+  const server = options.tls ? https.createServer({ key: options.tls.key, cert: options.tls.cert }, handler) : http.createServer(handler);
   server.keepAliveTimeout = 30_000;
 
   server.on('connection', (s: Socket) => {
@@ -746,13 +758,14 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
+    server.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => {
       server.off('error', reject);
       resolve();
     });
   });
   const port = (server.address() as AddressInfo).port;
-  const origin = `http://127.0.0.1:${port}`;
+  const host = options.host ?? '127.0.0.1';
+  const origin = `${options.tls ? 'https' : 'http'}://${isIPv6(host) ? `[${host}]` : host}:${port}`;
 
   return {
     url: `${origin}/v1`,

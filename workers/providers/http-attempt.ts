@@ -127,7 +127,7 @@ export async function httpAttempt(dialect: HttpDialect, call: ProviderCall, sink
   let answered = false;
   try {
     call.sentAt = performance.now();
-    upstreamExchange(upstream.apiBase, upstream.timeouts.connectMs, 'POST', request.path, request.body, headers, exchange);
+    upstreamExchange(upstream.apiBase, upstream.connectTo, upstream.timeouts.connectMs, 'POST', request.path, request.body, headers, exchange);
     const { status, headers: responseHeaders } = await exchange.head;
     call.headersAt = performance.now();
     answered = true;

@@ -470,7 +470,7 @@ class RoutedCall implements GateOwner {
       }
     }
     const seconds = Number.isFinite(soonest) ? Math.max(1, Math.ceil(soonest / 1000)) : 1;
-    this.client.routed(null, 0, null, (group.deployments[0] as Deployment).labels, 0, null);
+    this.client.routed(null, 0, null, group.labels, 0, null);
     this.client.fail({ code: 'no_deployment_available', message: `no deployment of "${group.name}" or its fallbacks can take the request now (cooling down or at capacity)` }, ['retry-after', String(seconds)]);
   }
 
