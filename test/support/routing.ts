@@ -4,7 +4,7 @@
  * (status, headers, body), and the deployments' state from /status.
  */
 import { expect } from 'vitest';
-import { startTestGateway, type TestGateway } from './gateway.js';
+import { startTestGateway, type GatewayEndpoint, type TestGateway } from './gateway.js';
 import { startScriptedUpstream, type Received, type ScriptedUpstream } from './scripted-upstream.js';
 import { chatBody } from './requests.js';
 
@@ -64,8 +64,8 @@ export interface Answer {
   readonly routing: { deployment: string | null; attempts: string | null; fallback: string | null };
 }
 
-/** One chat request through the gateway, read whole. */
-export async function chat(gw: TestGateway, model: string, extra: Record<string, unknown> = {}, init: RequestInit = {}): Promise<Answer> {
+/** One chat request through the gateway (in this process, or a process of a fleet), read whole. */
+export async function chat(gw: Pick<GatewayEndpoint, 'fetch'>, model: string, extra: Record<string, unknown> = {}, init: RequestInit = {}): Promise<Answer> {
   const res = await gw.fetch('/v1/chat/completions', { method: 'POST', body: chatBody(model, extra), ...init });
   const text = await res.text();
   return {

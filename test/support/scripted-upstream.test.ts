@@ -88,6 +88,60 @@ describe('scripted upstream', () => {
     await expect(post('east', { model: 'm' })).rejects.toThrow();
   });
 
+  describe('counts what a provider bills: calls and the tokens of the usage it answered, read by the openai SDK', () => {
+    const east = () => new OpenAI({ apiKey: keyOf('east'), baseURL: up.at('east').url, maxRetries: 0 });
+    const hi = { model: 'm', messages: [{ role: 'user' as const, content: 'hi' }] };
+
+    it('by default: chat 3 + 2 tokens, embeddings 1; a stream that asks for usage gets it in a last chunk with no choices, one that does not, none', async () => {
+      expect((await east().chat.completions.create(hi)).usage).toEqual({ prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 });
+      expect((await east().embeddings.create({ model: 'm', input: 'x', encoding_format: 'float' })).usage).toEqual({ prompt_tokens: 1, total_tokens: 1 });
+      const withUsage = [];
+      for await (const chunk of await east().chat.completions.create({ ...hi, stream: true, stream_options: { include_usage: true } })) withUsage.push(chunk);
+      expect(withUsage.at(-1)).toMatchObject({ choices: [], usage: { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 } });
+      expect(withUsage.slice(0, -1).every((c) => c.usage === null && c.choices.length === 1)).toBe(true);
+      expect(withUsage.map((c) => c.choices[0]?.delta.content ?? '').join('')).toBe('from east');
+      const without = [];
+      for await (const chunk of await east().chat.completions.create({ ...hi, stream: true })) without.push(chunk);
+      expect(without.every((c) => c.usage === undefined && c.choices.length === 1)).toBe(true);
+      // The stream that did not ask is billed all the same, as a provider bills it.
+      expect(up.at('east').calls().map((c) => c.tokens)).toEqual([5, 1, 5, 5]);
+    });
+
+    it("usage(...) sets each answer's usage, the same for every call or from the request; reset() forgets it", async () => {
+      up.at('east').usage({ prompt_tokens: 40, completion_tokens: 10 });
+      expect((await east().chat.completions.create(hi)).usage).toEqual({ prompt_tokens: 40, completion_tokens: 10, total_tokens: 50 });
+      expect((await east().embeddings.create({ model: 'm', input: 'x', encoding_format: 'float' })).usage).toEqual({ prompt_tokens: 40, total_tokens: 40 });
+      up.at('east').usage((body) => ({ prompt_tokens: 7, completion_tokens: Number(body.max_tokens) }));
+      expect((await east().chat.completions.create({ ...hi, max_tokens: 33 })).usage?.total_tokens).toBe(40);
+      const chunks = [];
+      for await (const chunk of await east().chat.completions.create({ ...hi, max_tokens: 3, stream: true, stream_options: { include_usage: true } })) chunks.push(chunk);
+      expect(chunks.at(-1)?.usage).toEqual({ prompt_tokens: 7, completion_tokens: 3, total_tokens: 10 });
+      expect(up.at('east').calls().map((c) => c.tokens)).toEqual([50, 40, 40, 10]);
+      up.reset();
+      expect((await east().chat.completions.create(hi)).usage?.total_tokens).toBe(5);
+    });
+
+    it('calls() are the model calls served: not the refusals, not the model list; an answer that is not ok bills nothing', async () => {
+      up.at('east').script({ kind: 'status', status: 500 }, { kind: 'hang' });
+      await expect(east().chat.completions.create(hi)).rejects.toBeInstanceOf(InternalServerError);
+      const hung = new AbortController();
+      const hanging = east().chat.completions.create(hi, { signal: hung.signal }).catch(() => null);
+      await up.waitFor(() => up.at('east').inFlight() === 1);
+      hung.abort();
+      await hanging;
+      await east().chat.completions.create(hi);
+      await east().models.list();
+      await new OpenAI({ apiKey: 'sk-wrong', baseURL: up.at('east').url, maxRetries: 0 }).chat.completions.create(hi).catch(() => null);
+      expect(up.at('east').takeRefusals()).toHaveLength(1);
+      expect(up.at('east').received).toHaveLength(5);
+      expect(up.at('east').calls().map((c) => [c.step, c.tokens])).toEqual([
+        ['status', 0],
+        ['hang', 0],
+        ['ok', 5],
+      ]);
+    });
+  });
+
   describe('refuses what the real service refuses, read by the openai SDK', () => {
     const sdk = (name: string, apiKey: string) => new OpenAI({ apiKey, baseURL: up.at(name).url, maxRetries: 0 });
     const hi = { model: 'm', messages: [{ role: 'user' as const, content: 'hi' }] };

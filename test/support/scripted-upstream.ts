@@ -18,6 +18,19 @@
  * Node built-ins only. `startScriptedUpstream(['east', 'west'])`, point each
  * deployment's `api_base` at `up.at('east').url`, then
  * `up.at('east').script({ status: 500 }, { status: 429, retryAfter: '2' })`.
+ *
+ * For the quota tests (issue 37) each deployment counts what a provider bills: `calls()` are the
+ * model calls it served, each with the `tokens` of the `usage` it answered (`usage(...)` sets what
+ * that is, per call; a stream asking for `stream_options.include_usage` gets it in a last chunk,
+ * as OpenAI sends it), and `./window-counts.ts` sums them over a time window.
+ *
+ * @example
+ * const up = await startScriptedUpstream(['east', 'west']);
+ * up.at('east').usage({ prompt_tokens: 40, completion_tokens: 10 });          // 50 tokens a call
+ * up.at('west').usage((body) => ({ prompt_tokens: 5, completion_tokens: Number(body.max_tokens ?? 1) }));
+ * … demand above the limit …
+ * const worst = busiestWindow(up.at('east').calls(), 60_000);               // { calls, tokens, from }
+ * expect(worst.calls).toBeLessThanOrEqual(rpm * 1.05 + pods);
  */
 import http from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -45,6 +58,15 @@ export type Step =
   /** Never answers (until the gateway gives up). */
   | { readonly kind: 'hang' };
 
+/** A chat answer's token counts (an embeddings answer uses `prompt_tokens` alone). */
+export interface Usage {
+  readonly prompt_tokens: number;
+  readonly completion_tokens: number;
+}
+
+/** The usage a deployment answers: the same for every call, or worked out from the request's body. */
+export type UsageSetting = Usage | ((body: Readonly<Record<string, unknown>>) => Usage);
+
 /** What a deployment did with a request: a step of its script, the model list, or a refusal (no step used). */
 export type Handled = Step['kind'] | 'models' | 'refused';
 
@@ -63,6 +85,12 @@ export interface Received {
   /** When it arrived: performance.now() of this process, and Date.now() (for a Retry-After given as a date). */
   readonly at: number;
   readonly wall: number;
+  /**
+   * The tokens the deployment billed for it: the `total_tokens` of the usage it answered (in the body,
+   * or in a stream's usage chunk; a stream that did not ask for usage is billed the same), 0 for an
+   * answer that was not `ok` or a refusal.
+   */
+  tokens: number;
   /** The gateway closed the connection before the answer was complete. */
   aborted: boolean;
   /** The answer was complete (or the deployment itself broke it off). */
@@ -81,6 +109,13 @@ export interface ScriptedDeployment {
   always(step: Step): void;
   /** Every request, the refused ones too. */
   readonly received: Received[];
+  /** The model calls it served (chat and embeddings; not the refusals, not the model list), with their `tokens`. */
+  calls(): Received[];
+  /**
+   * The usage each call is answered with from now on, until `reset`: chat 3 prompt + 2 completion tokens and
+   * embeddings 1 prompt token by default.
+   */
+  usage(setting: UsageSetting): void;
   /** The requests it refused that no test has taken yet. */
   refusals(): Received[];
   /** The refusals not taken yet, which are then taken (a test that provokes one on purpose reads it here). */
@@ -92,7 +127,7 @@ export interface ScriptedDeployment {
   aborted(): number;
   /** Resets every connection it has open now: an answer under way breaks off (counted done, not aborted). */
   dropConnections(): void;
-  /** Forgets the script, the default and the record (refusals too). */
+  /** Forgets the script, the default, the usage and the record (refusals too). */
   reset(): void;
 }
 
@@ -162,6 +197,7 @@ async function startDeployment(name: string): Promise<ScriptedDeployment & { clo
   const key = keyOf(name);
   const queue: Step[] = [];
   let fallback: Step = { kind: 'ok' };
+  let usageSetting: UsageSetting | undefined;
   const received: Received[] = [];
   const taken = new Set<Received>();
   const refusals = () => received.filter((r) => r.refused !== null && !taken.has(r));
@@ -182,7 +218,7 @@ async function startDeployment(name: string): Promise<ScriptedDeployment & { clo
       // A refusal, or the model list, uses no step of the script: the real service answers both before any model runs.
       const step = refusal === null && served(method, pathname) !== 'models' ? (queue.shift() ?? fallback) : null;
       const handled: Handled = refusal !== null ? 'refused' : step === null ? 'models' : step.kind;
-      const record: Received = { method, path, key: got, refused: refusal?.why ?? null, body, headers: req.headers, stream: body.stream === true, step: handled, at: performance.now(), wall: Date.now(), aborted: false, done: false };
+      const record: Received = { method, path, key: got, refused: refusal?.why ?? null, body, headers: req.headers, stream: body.stream === true, step: handled, at: performance.now(), wall: Date.now(), tokens: 0, aborted: false, done: false };
       received.push(record);
       open++;
       peak = Math.max(peak, open);
@@ -212,6 +248,8 @@ async function startDeployment(name: string): Promise<ScriptedDeployment & { clo
     url: `http://127.0.0.1:${port}/v1`,
     key,
     received,
+    calls: () => received.filter((r) => r.refused === null && r.step !== 'models'),
+    usage: (setting) => void (usageSetting = setting),
     refusals,
     takeRefusals() {
       const now = refusals();
@@ -230,6 +268,7 @@ async function startDeployment(name: string): Promise<ScriptedDeployment & { clo
     reset() {
       queue.length = 0;
       fallback = { kind: 'ok' };
+      usageSetting = undefined;
       received.length = 0;
       taken.clear();
       peak = open;
@@ -246,6 +285,7 @@ async function startDeployment(name: string): Promise<ScriptedDeployment & { clo
   function answer(step: Step, record: Received, pathname: string, res: ServerResponse, after: (ms: number, fn: () => void) => void, brokeOff: () => void): void {
     const model = typeof record.body.model === 'string' ? record.body.model : 'unknown';
     const isEmbeddings = served(record.method, pathname) === 'embeddings';
+    const usage = usageOf(usageSetting, record.body, isEmbeddings);
     const alive = () => !res.destroyed && !res.writableEnded;
     const reset = () => {
       brokeOff();
@@ -271,15 +311,16 @@ async function startDeployment(name: string): Promise<ScriptedDeployment & { clo
       case 'ok':
         return after(step.latencyMs ?? 0, () => {
           if (!alive()) return;
-          if (isEmbeddings) return sendJson(res, embeddingsBody(model));
-          if (!record.stream) return sendJson(res, completionBody(model, name));
+          record.tokens = usage.total_tokens;
+          if (isEmbeddings) return sendJson(res, embeddingsBody(model, usage));
+          if (!record.stream) return sendJson(res, completionBody(model, name, usage));
           streamHead(res);
-          res.end(streamEvents(model, name).join(''));
+          res.end(streamEvents(model, name, includesUsage(record.body) ? usage : null).join(''));
         });
       default: {
         // The stream steps (meant for stream requests; any request gets the event stream).
         streamHead(res);
-        const events = streamEvents(model, name);
+        const events = streamEvents(model, name, null);
         const role = events[0] as string;
         res.write(role);
         if (step.kind === 'reset-before-content') return after(20, reset);
@@ -310,26 +351,46 @@ function streamHead(res: ServerResponse): void {
   res.flushHeaders();
 }
 
-function completionBody(model: string, name: string): string {
+/** The usage of one answer, with its total: the setting's, or the defaults (chat 3 + 2, embeddings 1). */
+function usageOf(setting: UsageSetting | undefined, body: Readonly<Record<string, unknown>>, embeddings: boolean): { prompt_tokens: number; completion_tokens: number; total_tokens: number } {
+  const u = setting === undefined ? (embeddings ? { prompt_tokens: 1, completion_tokens: 0 } : { prompt_tokens: 3, completion_tokens: 2 }) : typeof setting === 'function' ? setting(body) : setting;
+  // Embeddings have no completion: OpenAI's usage there is prompt_tokens and total_tokens.
+  const completion = embeddings ? 0 : u.completion_tokens;
+  return { prompt_tokens: u.prompt_tokens, completion_tokens: completion, total_tokens: u.prompt_tokens + completion };
+}
+
+/** The request asked for the usage chunk at the end of its stream. */
+function includesUsage(body: Readonly<Record<string, unknown>>): boolean {
+  const options = body.stream_options;
+  return typeof options === 'object' && options !== null && (options as { include_usage?: unknown }).include_usage === true;
+}
+
+function completionBody(model: string, name: string, usage: ReturnType<typeof usageOf>): string {
   return JSON.stringify({
     id: `chatcmpl-${name}`,
     object: 'chat.completion',
     created: CREATED,
     model,
     choices: [{ index: 0, message: { role: 'assistant', content: `from ${name}` }, finish_reason: 'stop' }],
-    usage: { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 },
+    usage,
   });
 }
 
-function embeddingsBody(model: string): string {
-  return JSON.stringify({ object: 'list', data: [{ object: 'embedding', index: 0, embedding: [0.1, 0.2] }], model, usage: { prompt_tokens: 1, total_tokens: 1 } });
+function embeddingsBody(model: string, usage: ReturnType<typeof usageOf>): string {
+  return JSON.stringify({ object: 'list', data: [{ object: 'embedding', index: 0, embedding: [0.1, 0.2] }], model, usage: { prompt_tokens: usage.prompt_tokens, total_tokens: usage.total_tokens } });
 }
 
-/** A role chunk, `from `, `<name>`, a finish chunk and [DONE]: the content names the deployment that answered. */
-function streamEvents(model: string, name: string): string[] {
-  const chunk = (delta: object, finish: string | null) =>
-    `data: ${JSON.stringify({ id: `chatcmpl-${name}`, object: 'chat.completion.chunk', created: CREATED, model, choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
-  return [chunk({ role: 'assistant', content: '' }, null), chunk({ content: 'from ' }, null), chunk({ content: name }, null), chunk({}, 'stop'), 'data: [DONE]\n\n'];
+/**
+ * A role chunk, `from `, `<name>`, a finish chunk and [DONE]: the content names the deployment that answered. With
+ * `usage` (the request asked for it), every chunk says `"usage":null` and a last chunk with no choices carries it, as
+ * OpenAI streams it.
+ */
+function streamEvents(model: string, name: string, usage: ReturnType<typeof usageOf> | null): string[] {
+  const event = (body: object) => `data: ${JSON.stringify({ id: `chatcmpl-${name}`, object: 'chat.completion.chunk', created: CREATED, model, ...body })}\n\n`;
+  const chunk = (delta: object, finish: string | null) => event({ choices: [{ index: 0, delta, finish_reason: finish }], ...(usage ? { usage: null } : {}) });
+  const events = [chunk({ role: 'assistant', content: '' }, null), chunk({ content: 'from ' }, null), chunk({ content: name }, null), chunk({}, 'stop')];
+  if (usage) events.push(event({ choices: [], usage }));
+  return [...events, 'data: [DONE]\n\n'];
 }
 
 /**
