@@ -16,11 +16,17 @@
  *   Redis; the pods last seen while Redis is lost);
  * - shared: the front draws the fleet's budget from Redis in slices into
  *   each slot's credit (src/shared-state/), and a call takes from the
- *   credit. With none in hand and the last draw not saying the fleet's
- *   budget is spent, one call may go on credit (the credit goes below 0,
- *   never by more than one call): the contract's "serves on credit".
+ *   credit. With too little in hand and the last draw not saying the
+ *   fleet's budget is spent, calls go on credit down to the overdraft the
+ *   front allows (src/shared-state/budget.ts sizes it; a call's tokens may
+ *   take it below by that one call): the contract's "serves on credit".
  *   The ring keeps counting in this mode too: it is what `limits used`
  *   shows, and what a pod that loses Redis goes on from.
+ *
+ * In shared mode, what a call does not use (a call never sent, tokens below
+ * its estimate) is not put back in the credit: it waits in the slot, by the
+ * bucket the call was admitted in, until the front gives it back to Redis;
+ * tokens above the estimate come off the credit (the next draw covers them).
  *
  * Each slot has a lock (an Int32 taken by compare-and-swap, held for a
  * few dozen loads and stores, never across anything that can throw or
@@ -44,9 +50,15 @@ const SPENT_UNTIL = 5; // shared mode: the last draw said the fleet's budget is 
 const REQ_TOTAL = 6; // calls admitted since start (a counter for the metrics)
 const TOK_TOTAL = 7; // tokens counted since start (estimates settled on usage)
 const REFUSED_TOTAL = 8; // calls a limit kept from this deployment
+const REQ_OVERDRAFT = 9; // shared mode: how far below 0 the credit may go while a draw is on its way (the front sets it)
+const TOK_OVERDRAFT = 10;
 const REQ_RING = 16;
 const TOK_RING = REQ_RING + RING;
-const F64_PER_SLOT = 144;
+// Shared mode: what calls gave back (never sent, or used fewer tokens than their estimate), by the bucket they
+// were admitted in; the front hands it to Redis, to that bucket (src/shared-state/budget.ts says why that bucket).
+const REQ_REFUND = TOK_RING + RING;
+const TOK_REFUND = REQ_REFUND + RING;
+const F64_PER_SLOT = TOK_REFUND + RING + 3;
 
 // Header, Int32:
 const MODE = 0;
@@ -218,6 +230,46 @@ export class DeploymentLimits {
     this.#unlock(slot);
   }
 
+  /** The pod changes mode: the shared credit (and what waits to go back to Redis) starts from nothing. */
+  resetCredit(slot: number): void {
+    const f = slot * F64_PER_SLOT;
+    const f64 = this.#f64;
+    this.#lock(slot);
+    f64[f + REQ_CREDIT] = 0;
+    f64[f + TOK_CREDIT] = 0;
+    f64[f + SPENT_UNTIL] = 0;
+    f64[f + REQ_OVERDRAFT] = 0;
+    f64[f + TOK_OVERDRAFT] = 0;
+    f64.fill(0, f + REQ_REFUND, f + TOK_REFUND + RING);
+    this.#unlock(slot);
+  }
+
+  /** What was admitted in each bucket since `from` (a bucket number), for Redis when it comes back: `each(bucket, calls, tokens)`. */
+  countsSince(slot: number, from: number, now: number, windowMs: number, each: (bucket: number, requests: number, tokens: number) => void): void {
+    const f = slot * F64_PER_SLOT;
+    const f64 = this.#f64;
+    const bucket = Math.floor(now / (windowMs / BUCKETS));
+    const found: number[] = [];
+    this.#lock(slot);
+    this.#turn(f, bucket);
+    for (let b = Math.max(from, bucket - BUCKETS); b <= bucket; b++) {
+      const r = f64[f + REQ_RING + (b % RING)] as number;
+      const t = f64[f + TOK_RING + (b % RING)] as number;
+      if (r !== 0 || t !== 0) found.push(b, r, t);
+    }
+    this.#unlock(slot);
+    for (let k = 0; k < found.length; k += 3) each(found[k] as number, found[k + 1] as number, found[k + 2] as number);
+  }
+
+  /** How far below 0 the credit may go while a draw is on its way (the front's sizing: src/shared-state/budget.ts). */
+  setOverdraft(slot: number, requests: number, tokens: number): void {
+    const f = slot * F64_PER_SLOT;
+    this.#lock(slot);
+    this.#f64[f + REQ_OVERDRAFT] = requests;
+    this.#f64[f + TOK_OVERDRAFT] = tokens;
+    this.#unlock(slot);
+  }
+
   /** Takes back up to `requests` calls and `tokens` of unused credit (never below 0); returns what it took. */
   reclaim(slot: number, requests: number, tokens: number, out: { requests: number; tokens: number }): void {
     const f = slot * F64_PER_SLOT;
@@ -230,6 +282,31 @@ export class DeploymentLimits {
     this.#unlock(slot);
     out.requests = r;
     out.tokens = t;
+  }
+
+  /**
+   * Hands over what calls gave back since the last time, bucket by bucket (`give(bucket, requests, tokens)`),
+   * and forgets it: the front sends it to Redis.
+   */
+  drainRefunds(slot: number, now: number, windowMs: number, give: (bucket: number, requests: number, tokens: number) => void): void {
+    const f = slot * F64_PER_SLOT;
+    const f64 = this.#f64;
+    const bucket = Math.floor(now / (windowMs / BUCKETS));
+    this.#lock(slot);
+    this.#turn(f, bucket);
+    let found: number[] | null = null;
+    for (let b = bucket - BUCKETS; b <= bucket; b++) {
+      const i = b % RING;
+      const r = f64[f + REQ_REFUND + i] as number;
+      const t = f64[f + TOK_REFUND + i] as number;
+      if (r === 0 && t === 0) continue;
+      (found ??= []).push(b, r, t);
+      f64[f + REQ_REFUND + i] = 0;
+      f64[f + TOK_REFUND + i] = 0;
+    }
+    this.#unlock(slot);
+    // Called outside the lock: `give` may do anything.
+    if (found !== null) for (let k = 0; k < found.length; k += 3) give(found[k] as number, found[k + 1] as number, found[k + 2] as number);
   }
 
   /** The credit in hand (below 0: served on credit, to be covered by the next draw). */
@@ -294,9 +371,14 @@ export class DeploymentLimits {
     const haveRequest = limits.rpm === 0 || requests >= 1;
     const haveTokens = limits.tpm === 0 || credit >= tokens;
     if (haveRequest && haveTokens) return true;
-    // Nothing (or not enough) in hand: one call on credit while a draw is on its way, unless the fleet is spent.
+    // Not enough in hand: on credit while a draw is on its way, down to the overdraft, unless the fleet is spent.
     if (now < (f64[f + SPENT_UNTIL] as number)) return false;
-    return (limits.rpm === 0 || requests >= 0) && (limits.tpm === 0 || credit >= 0);
+    const requestOverdraft = f64[f + REQ_OVERDRAFT] as number;
+    const tokenOverdraft = f64[f + TOK_OVERDRAFT] as number;
+    const requestsOk = haveRequest || requests - 1 >= -requestOverdraft;
+    // A call larger than the overdraft still goes when nothing is owed: one call's estimate beyond it, at most.
+    const tokensOk = haveTokens || (tokenOverdraft > 0 && (credit - tokens >= -tokenOverdraft || credit >= 0));
+    return requestsOk && tokensOk;
   }
 
   /** Turns the ring to `bucket`: buckets that left the window are emptied and leave the sums. */
@@ -305,7 +387,7 @@ export class DeploymentLimits {
     const last = f64[f + LAST] as number;
     if (bucket <= last) return;
     if (bucket - last >= RING) {
-      f64.fill(0, f + REQ_RING, f + REQ_RING + 2 * RING);
+      f64.fill(0, f + REQ_RING, f + REQ_RING + 4 * RING);
       f64[f + REQ_SUM] = 0;
       f64[f + TOK_SUM] = 0;
     } else {
@@ -315,6 +397,8 @@ export class DeploymentLimits {
         f64[f + TOK_SUM] = (f64[f + TOK_SUM] as number) - (f64[f + TOK_RING + i] as number);
         f64[f + REQ_RING + i] = 0;
         f64[f + TOK_RING + i] = 0;
+        f64[f + REQ_REFUND + i] = 0;
+        f64[f + TOK_REFUND + i] = 0;
       }
     }
     f64[f + LAST] = bucket;
@@ -351,9 +435,13 @@ export class DeploymentLimits {
     f64[f + REQ_TOTAL] = (f64[f + REQ_TOTAL] as number) + requests;
     f64[f + TOK_TOTAL] = (f64[f + TOK_TOTAL] as number) + tokens;
     if (ticket.credit) {
-      // Shared credit: what was not used (or was over-used) is the pod's to give back (or to cover).
-      f64[f + REQ_CREDIT] = (f64[f + REQ_CREDIT] as number) - requests;
-      f64[f + TOK_CREDIT] = (f64[f + TOK_CREDIT] as number) - tokens;
+      // Shared credit: what was not used goes back to the fleet, to the bucket the call was counted in (dropped once
+      // that bucket left the window: it no longer counts anywhere); what was used beyond the estimate is owed.
+      if (live) {
+        f64[f + REQ_REFUND + at] = (f64[f + REQ_REFUND + at] as number) - requests;
+        if (tokens < 0) f64[f + TOK_REFUND + at] = (f64[f + TOK_REFUND + at] as number) - tokens;
+      }
+      if (tokens > 0) f64[f + TOK_CREDIT] = (f64[f + TOK_CREDIT] as number) - tokens;
     }
     this.#unlock(slot);
   }

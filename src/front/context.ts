@@ -12,6 +12,7 @@ import type { BearerAuth } from './auth.js';
 import type { StreamKeepalive } from './keepalive.js';
 import type { Lifecycle } from './lifecycle.js';
 import type { Tracing } from '../tracing/tracing.js';
+import type { SharedStateView } from '../shared-state/fleet.js';
 
 export interface FrontContext {
   /** Swapped whole on reload; handlers read it per request. */
@@ -34,4 +35,6 @@ export interface FrontContext {
   readonly lifecycle: Lifecycle;
   /** Null when tracing is off: the request path then checks this and nothing else. */
   readonly tracing: Tracing | null;
+  /** Limits and cooldowns shared through Redis (src/shared-state/); null without a redis_url: `shared_state: off`. */
+  readonly sharedState: SharedStateView | null;
 }
