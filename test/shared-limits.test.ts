@@ -155,6 +155,59 @@ router_settings: { redis_url: "${redis.url}" }
     }
   });
 
+  it('Redis lost after it was reached: each pod admits the limit ÷ the pods it last saw', async () => {
+    const rpm = 20;
+    const fleet = await startFleet({ pods: 2, yaml: `
+model_list:${deploymentYaml('chat', up.at('east'), `, rpm: ${rpm}`)}
+router_settings: { redis_url: "${redis.url}", limit_window: 60 }
+` });
+    try {
+      await until(async () => (await Promise.all(fleet.pods.map(sharedState))).every((s) => s === 'ok'), 'every pod reached Redis', 5000);
+      // Both pods registered, and each has seen the other (a ping every 200 ms).
+      await until(async () => Number(await redis.command('ZCARD', 'switchyard:{switchyard}:pods')) === 2, 'two pods registered', 5000);
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      await redis.kill();
+      await until(async () => (await Promise.all(fleet.pods.map(sharedState))).every((s) => s === 'degraded'), 'every pod degraded', 5000);
+      for (const pod of fleet.pods) {
+        const statuses = [];
+        for (let i = 0; i < rpm / 2 + 2; i++) statuses.push((await chat(pod, 'chat')).status);
+        expect(statuses).toEqual([...Array(rpm / 2).fill(200), 429, 429]);
+      }
+      expect(up.at('east').calls()).toHaveLength(rpm);
+    } finally {
+      await fleet.stopAll();
+      await redis.restart();
+      up.reset();
+    }
+  });
+
+  it('the latency redis_url adds, against the same pod without it, in one run: under 1 ms at the median', async () => {
+    const config = (redisUrl: string | null) => `
+model_list:${deploymentYaml('chat', up.at('fast'), ', rpm: 1000000')}
+${redisUrl === null ? '' : `router_settings: { redis_url: "${redisUrl}" }`}
+`;
+    const shared = await startFleet({ pods: 1, yaml: config(redis.url) });
+    const alone = await startFleet({ pods: 1, yaml: config(null) });
+    try {
+      await until(async () => (await sharedState(shared.pods[0] as GatewayEndpoint)) === 'ok', 'the pod reached Redis', 5000);
+      const times: Record<'shared' | 'alone', number[]> = { shared: [], alone: [] };
+      // Alternated, so both see the same host load; the first 50 of each warm up.
+      for (let i = 0; i < 650; i++) {
+        const which = i % 2 === 0 ? 'shared' : 'alone';
+        const { status, ms } = await chat((which === 'shared' ? shared : alone).pods[0] as GatewayEndpoint, 'chat');
+        expect(status).toBe(200);
+        if (i >= 100) times[which].push(ms);
+      }
+      const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
+      const added = median(times.shared) - median(times.alone);
+      expect(added, `median with redis_url ${median(times.shared).toFixed(3)} ms, without ${median(times.alone).toFixed(3)} ms`).toBeLessThan(1);
+    } finally {
+      await shared.stopAll();
+      await alone.stopAll();
+      up.reset();
+    }
+  });
+
   it('Redis made slow (a delaying proxy): the pods go on alone within 5 s, no request slows; shared again once it is quick', async () => {
     const proxy = await startDelayProxy(redis.port);
     const fleet = await startFleet({ pods: 2, yaml: `
