@@ -138,7 +138,7 @@ class RoutedCall implements GateOwner {
     this.client = client;
     this.#chain = request.group.chain;
     this.#deadline = performance.now() + request.group.timeoutMs;
-    this.#pick = { reservation: REFUSED, limit: { bucket: NO_BUCKET, tokens: tokenEstimate(request), credit: false }, windowMs: env.settings.limitWindowMs };
+    this.#pick = { reservation: REFUSED, limit: { bucket: NO_BUCKET, tokens: tokenEstimate(request), credit: false }, counted: request.op !== 'count_tokens', windowMs: env.settings.limitWindowMs };
   }
 
   async run(): Promise<void> {
@@ -515,6 +515,7 @@ class RoutedCall implements GateOwner {
   #soonestRoom(now: number): number | null {
     const { states } = this.#env;
     const { tokens } = this.#pick.limit;
+    if (!this.#pick.counted) return null;
     let soonest: number | null = null;
     for (let i = this.#at; i < this.#chain.length; i++) {
       for (const d of (this.#chain[i] as Group).deployments) {

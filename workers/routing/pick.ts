@@ -24,6 +24,8 @@ import { NO_BUCKET, type LimitTicket } from '../../protocol/deployment-limits.js
 export interface PickResult {
   reservation: Reservation;
   readonly limit: LimitTicket;
+  /** Whether the call counts toward rpm/tpm (a count_tokens call, answered without a model call, does not). */
+  readonly counted: boolean;
   /** The limit window (router_settings.limit_window). */
   windowMs: number;
 }
@@ -63,7 +65,7 @@ function reserve(d: Deployment, states: DeploymentStates, now: number, out: Pick
   if (out.reservation === REFUSED) return false;
   out.limit.bucket = NO_BUCKET;
   // A deployment at its rpm or tpm is passed over like one at its cap (CONTRACT.md, Shared state across pods).
-  if (d.limits === null || d.limits.take(d.slot, d, out.limit.tokens, now, out.windowMs, out.limit)) return true;
+  if (d.limits === null || !out.counted || d.limits.take(d.slot, d, out.limit.tokens, now, out.windowMs, out.limit)) return true;
   states.release(d.slot, out.reservation);
   out.reservation = REFUSED;
   return false;
