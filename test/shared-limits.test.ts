@@ -26,6 +26,16 @@ async function chat(pod: GatewayEndpoint, model: string, extra: Record<string, u
   return { status: res.status, ms: performance.now() - started };
 }
 
+/**
+ * No request waited on Redis: one round trip through the slowed proxy is 300 ms (150 each way), a command's
+ * timeout 250 ms, so the 99th percentile stays under 250 ms; the slowest is allowed a loaded host's pause (1 s).
+ */
+function expectNoWaitOnRedis(ms: readonly number[]): void {
+  const sorted = [...ms].sort((a, b) => a - b);
+  expect(sorted[Math.floor(sorted.length * 0.99)], 'p99 of the requests (ms)').toBeLessThan(250);
+  expect(sorted.at(-1), 'the slowest request (ms)').toBeLessThan(1000);
+}
+
 async function sharedState(pod: GatewayEndpoint): Promise<string> {
   const res = await pod.fetch('/status');
   return ((await res.json()) as { shared_state: string }).shared_state;
@@ -73,7 +83,8 @@ router_settings: { redis_url: "${redis.url}", limit_window: ${WINDOW_S} }
 
   it('tpm: tokens over any window stay within tpm × 1.05 + one call’s estimate per pod', async () => {
     const tpm = 3000;
-    up.at('east').usage({ prompt_tokens: 40, completion_tokens: 20 });
+    // Billed below the estimate (the bound counts estimates; a provider billing above them is over it by that much).
+    up.at('east').usage({ prompt_tokens: 15, completion_tokens: 20 });
     const fleet = await startFleet({ pods: PODS, yaml: `
 model_list:${deploymentYaml('chat', up.at('east'), `, tpm: ${tpm}`)}
 router_settings: { redis_url: "${redis.url}", limit_window: ${WINDOW_S} }
@@ -84,7 +95,11 @@ router_settings: { redis_url: "${redis.url}", limit_window: ${WINDOW_S} }
       await fleet.spread({ durationMs: 2 * WINDOW_MS }, { concurrency: 12 }, (pod) => chat(pod, 'chat', { max_tokens: 20 }));
       const calls = up.at('east').calls().filter((c) => c.at >= started);
       const estimate = Math.ceil(Buffer.byteLength(chatBody('chat', { max_tokens: 20 })) / 4) + 20;
-      expect(busiestWindow(calls, WINDOW_MS).tokens).toBeLessThanOrEqual(tpm * 1.05 + PODS * estimate);
+      expect(calls.every((c) => c.tokens <= estimate)).toBe(true);
+      // As for rpm: 150 ms of the window for the transit between admission in a pod and arrival here.
+      expect(busiestWindow(calls, WINDOW_MS - 150).tokens).toBeLessThanOrEqual(tpm * 1.05 + PODS * estimate);
+      // Demand was above the limit: the fleet used most of it in the second window.
+      expect(inWindow(calls, started + WINDOW_MS, started + 2 * WINDOW_MS).tokens).toBeGreaterThanOrEqual(0.9 * tpm);
     } finally {
       await fleet.stopAll();
       up.reset();
@@ -143,8 +158,7 @@ router_settings: { redis_url: "${redis.url}" }
       expect(performance.now() - back).toBeLessThanOrEqual(10_000);
       const sent = await load;
       expect(sent.filter((s) => s.value?.status !== 200).map((s) => [s.index, s.value?.status, Math.round(s.at - killedAt)])).toEqual([]);
-      const slowest = Math.max(...sent.map((s) => s.ms));
-      expect(slowest, 'no request waited on Redis').toBeLessThan(500);
+      expectNoWaitOnRedis(sent.map((s) => s.ms));
       // One line per change of state, per pod: degraded (not reached yet) at start, ok, degraded, ok.
       for (let pod = 0; pod < 2; pod++) {
         expect(fleet.events('shared_state').filter((e) => e.pod === pod).map((e) => e.line.state)).toEqual(['degraded', 'ok', 'degraded', 'ok']);
@@ -225,7 +239,7 @@ router_settings: { redis_url: "${proxy.url('redis')}" }
       await until(async () => (await Promise.all(fleet.pods.map(sharedState))).every((s) => s === 'ok'), 'every pod shared again', 10_000);
       const sent = await load;
       expect(sent.filter((s) => s.value?.status !== 200).map((s) => [s.index, s.value?.status, s.error === undefined ? null : String(s.error), Math.round(s.at - slowedAt)])).toEqual([]);
-      expect(Math.max(...sent.map((s) => s.ms)), 'no request waited on Redis').toBeLessThan(500);
+      expectNoWaitOnRedis(sent.map((s) => s.ms));
     } finally {
       await fleet.stopAll();
       await proxy.close();
