@@ -239,6 +239,11 @@ export class SharedState implements SharedStateView {
     const windowMs = routing.router.limitWindowMs;
     const width = windowMs / BUCKETS;
     const bucket = Math.floor(now / width);
+    // A reload that dropped a deployment (or its limits): its books go (what it held stays in Redis' window until it ages out).
+    if (this.#books.size > 0) {
+      const kept = new Set(routing.aliases.filter((route) => route.rpm > 0 || route.tpm > 0).map((route) => route.id));
+      for (const id of this.#books.keys()) if (!kept.has(id)) this.#books.delete(id);
+    }
     routing.aliases.forEach((route, i) => {
       if (route.rpm === 0 && route.tpm === 0) return;
       const slot = routing.slots[i] as number;
