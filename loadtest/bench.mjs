@@ -21,6 +21,8 @@
 //   BENCH_ONLY=tracing   only the tracing scenarios (tracing off against on at 100 % sampling), likewise
 //   BENCH_ONLY=messages  only the Anthropic Messages scenarios (passed through to the Anthropic fake, translated to
 //                        the OpenAI one, against chat passed through), likewise
+//   BENCH_ONLY=shared    only the shared-limits scenario (issue 37: chat through 3 pods with a redis_url and an rpm
+//                        no call reaches, against the same 3 pods without Redis), likewise; needs redis-server
 //
 // Never accumulate or re-scan a child's stdout (the gateway logs every request): it is drained.
 import { spawn, execFileSync } from 'node:child_process';
@@ -39,7 +41,8 @@ const routingOnly = process.env.BENCH_ONLY === 'routing';
 const nativeOnly = process.env.BENCH_ONLY === 'native';
 const tracingOnly = process.env.BENCH_ONLY === 'tracing';
 const messagesOnly = process.env.BENCH_ONLY === 'messages';
-const sectionOnly = routingOnly || nativeOnly || tracingOnly || messagesOnly;
+const sharedOnly = process.env.BENCH_ONLY === 'shared';
+const sectionOnly = routingOnly || nativeOnly || tracingOnly || messagesOnly || sharedOnly || sharedOnly;
 const startedAt = new Date();
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const env = process.env;
@@ -494,7 +497,7 @@ async function backToBack(list, skip, targetOf = (name) => targets[name]) {
   return out;
 }
 // The warm-up also cools the failing deployment (its first allowed_fails failures fall in it).
-const routing = await backToBack(ROUTING_SCENARIOS, nativeOnly || tracingOnly || messagesOnly);
+const routing = await backToBack(ROUTING_SCENARIOS, nativeOnly || tracingOnly || messagesOnly || sharedOnly);
 const routingFigures = (name) => {
   const m = routing[name];
   return {
@@ -507,15 +510,15 @@ const routingFigures = (name) => {
   };
 };
 /** What the pausing upstream saw over every run (warm-ups included): the pauses it asked for, and calls that came during one. */
-const pauseStats = nativeOnly || tracingOnly || messagesOnly ? { pauses: 0, calls: 0, early: 0 } : await (await fetch(`${upstreamBase}/pause/stats`)).json();
-for (const name of nativeOnly || tracingOnly || messagesOnly ? [] : switchyardModes) {
+const pauseStats = nativeOnly || tracingOnly || messagesOnly || sharedOnly ? { pauses: 0, calls: 0, early: 0 } : await (await fetch(`${upstreamBase}/pause/stats`)).json();
+for (const name of nativeOnly || tracingOnly || messagesOnly || sharedOnly ? [] : switchyardModes) {
   const f = routingFigures(name);
   for (const r of ROUTING_SCENARIOS) console.log(`${r.name} [${name}]: ${fmt(median(routing[name][r.key].map((x) => x.rps)))} req/s, CPU ${fmt(median(routing[name][r.key].map((x) => x.cpuPerReqUs)), 1)} µs/req, errors ${routing[name][r.key].reduce((n, x) => n + x.errors, 0)}`);
   console.log(`routing [${name}]: 4 deployments ÷ 1: ${spread(f.four, 3)}× (goal ≥ 0.95); failing pair ÷ healthy pair: ${spread(f.failover, 3)}× (goal ≥ 0.9); client-visible errors with a failing deployment: ${f.failingErrors} (goal ≤ allowed_fails, 3); pausing deployment ÷ one: ${spread(f.pause, 3)}× (goal ≥ 0.9), client-visible errors ${f.pauseErrors} (goal 0)`);
 }
-if (!(nativeOnly || tracingOnly || messagesOnly)) console.log(`routing: the pausing upstream asked for ${pauseStats.pauses} pauses over ${pauseStats.calls} calls; calls during a pause: ${pauseStats.early} (goal 0)`);
+if (!(nativeOnly || tracingOnly || messagesOnly || sharedOnly)) console.log(`routing: the pausing upstream asked for ${pauseStats.pauses} pauses over ${pauseStats.calls} calls; calls during a pause: ${pauseStats.early} (goal 0)`);
 // ---------------------------------------------------------------- native providers (issue 23)
-const native = await backToBack(NATIVE_SCENARIOS, routingOnly || tracingOnly || messagesOnly);
+const native = await backToBack(NATIVE_SCENARIOS, routingOnly || tracingOnly || messagesOnly || sharedOnly);
 const nativeFigures = (name) => {
   const m = native[name];
   return {
@@ -530,7 +533,7 @@ const nativeFigures = (name) => {
     errors: Object.values(m).flat().reduce((n, r) => n + r.errors, 0),
   };
 };
-for (const name of routingOnly || tracingOnly || messagesOnly ? [] : switchyardModes) {
+for (const name of routingOnly || tracingOnly || messagesOnly || sharedOnly ? [] : switchyardModes) {
   const f = nativeFigures(name);
   for (const r of NATIVE_SCENARIOS) {
     const m = native[name][r.key];
@@ -543,7 +546,7 @@ for (const name of routingOnly || tracingOnly || messagesOnly ? [] : switchyardM
 }
 
 // ---------------------------------------------------------------- tracing (issue 26)
-const tracingRuns = !routingOnly && !nativeOnly && !messagesOnly;
+const tracingRuns = !routingOnly && !nativeOnly && !messagesOnly && !sharedOnly;
 const collectorPort = await freePort();
 const collector = tracingRuns ? await startServer({ name: 'collector', cpu: LOAD_CPU, args: ['loadtest/collector.mjs', String(collectorPort)], port: collectorPort, readyPath: '/stats' }) : null;
 const traced = {};
@@ -579,7 +582,7 @@ for (const name of tracingRuns ? switchyardModes : []) {
 if (tracingExport.collector) console.log(`collector: ${fmt(tracingExport.collector.exports)} exports, ${fmt(tracingExport.collector.bytes / 1e6, 1)} MB`);
 
 // ---------------------------------------------------------------- Anthropic Messages (issue 35)
-const messagesRuns = !routingOnly && !nativeOnly && !tracingOnly;
+const messagesRuns = !routingOnly && !nativeOnly && !tracingOnly && !sharedOnly;
 const messages = await backToBack(MESSAGES_SCENARIOS, !messagesRuns);
 const messagesFigures = (name) => {
   const m = messages[name];
@@ -599,6 +602,66 @@ for (const name of messagesRuns ? switchyardModes : []) {
     console.log(`${r.name} [${name}]: ${fmt(median(m.map((x) => x.rps)))} req/s, CPU ${fmt(median(m.map((x) => x.cpuPerReqUs)), 1)} µs/req, TTFB p50 ${fmt(us(median(m.map((x) => x.ttfbP50))))} µs, errors ${m.reduce((n, x) => n + x.errors, 0)}`);
   }
   console.log(`messages [${name}]: Messages passed through ÷ chat passed through, chat ${spread(f.passedChat, 3)}×, streams ${spread(f.passedStream, 3)}× (goal ≥ ${MESSAGES_PASSED_GOAL} each); Messages translated ÷ passed through, chat ${spread(f.translatedChat, 3)}×, streams ${spread(f.translatedStream, 3)}× (goal ≥ ${MESSAGES_TRANSLATED_GOAL} each); errors ${f.errors}`);
+}
+
+// ---------------------------------------------------------------- limits shared through Redis (issue 37)
+// Chat c64 spread over 3 pods (inline, all on the gateway core) whose alias has an rpm and tpm no call reaches, with
+// a redis_url (a redis-server on the load core) and without, back to back in each repeat: what the fleet's budget
+// costs, in throughput (goal ≥ SHARED_GOAL) and p50 (goal ≤ SHARED_P50_GOAL_US).
+const SHARED_GOAL = 0.97;
+const SHARED_P50_GOAL_US = 50;
+const sharedRuns = !routingOnly && !nativeOnly && !tracingOnly && !messagesOnly;
+const sharedResults = { with: [], without: [] };
+if (sharedRuns) {
+  const redisPort = await freePort();
+  const [redisCmd, redisArgs] = pinned(LOAD_CPU, 'redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no']);
+  const redis = spawn(redisCmd, redisArgs, { stdio: ['ignore', 'pipe', 'pipe'] });
+  children.add(redis);
+  redis.stdout.resume();
+  redis.stderr.resume();
+  const fleetConfig = (redisUrl) => {
+    const file = join(dir, redisUrl === null ? 'shared-off.yaml' : 'shared-on.yaml');
+    writeFileSync(file, `model_list:
+  - model_name: bench-chat
+    params: { model: openai/bench-model, api_base: ${upstreamBase}/v1, api_key: upstream-key, rpm: 1000000000, tpm: 1000000000000 }
+${redisUrl === null ? '' : `router_settings: { redis_url: "${redisUrl}" }\n`}`);
+    return file;
+  };
+  const startFleet = async (file, label) => {
+    const pods = [];
+    for (let i = 0; i < 3; i++) {
+      const port = await freePort();
+      pods.push(await startServer({ name: `${label} pod ${i}`, cpu: GATEWAY_CPU, args: START_ARGS, env: { ...gatewayEnv('0', port), GATEWAY_CONFIG: file }, port, readyPath: '/ready' }));
+    }
+    return pods;
+  };
+  const withRedis = await startFleet(fleetConfig(`redis://127.0.0.1:${redisPort}`), 'redis');
+  const withoutRedis = await startFleet(fleetConfig(null), 'alone');
+  // The pods with Redis reach it (shared_state ok) before anything is measured.
+  for (const pod of withRedis) {
+    for (let t0 = performance.now(); ; await sleep(50)) {
+      const res = await request(`${pod.url}/status`, { headers: { authorization: `Bearer ${KEY}` } });
+      if ((await res.body.json()).shared_state === 'ok') break;
+      if (performance.now() - t0 > 10_000) throw new Error(`${pod.name}: Redis not reached in 10 s`);
+    }
+  }
+  // 64 connections over the 3 pods (22, 21, 21): a load balancer's share each.
+  const spreadRun = async (pods, durationMs, warmupMs) => {
+    const parts = await Promise.all(pods.map((pod, i) => run({ url: pod.url, path: '/v1/chat/completions', body: chatBody, headers: { authorization: `Bearer ${KEY}` }, connections: i === 0 ? 22 : 21, durationMs, warmupMs })));
+    return { rps: parts.reduce((n, r) => n + r.rps, 0), p50: median(parts.map((r) => r.p50)), errors: parts.reduce((n, r) => n + r.errors, 0) };
+  };
+  await spreadRun(withRedis, WARMUP_MS_EACH, 0);
+  await spreadRun(withoutRedis, WARMUP_MS_EACH, 0);
+  for (let i = 0; i < repeats; i++) {
+    sharedResults.with.push(await spreadRun(withRedis, seconds * 1000, 500));
+    sharedResults.without.push(await spreadRun(withoutRedis, seconds * 1000, 500));
+  }
+  for (const pod of [...withRedis, ...withoutRedis]) await stopServer(pod);
+  redis.kill('SIGKILL');
+  const ratio = stats(sharedResults.with.map((r, i) => r.rps / sharedResults.without[i].rps));
+  const added = stats(sharedResults.with.map((r, i) => us(r.p50 - sharedResults.without[i].p50)));
+  const errors = [...sharedResults.with, ...sharedResults.without].reduce((n, r) => n + r.errors, 0);
+  console.log(`shared limits: chat c64 over 3 pods with redis_url ÷ without: ${spread(ratio, 3)}× (goal ≥ ${SHARED_GOAL}); p50 added ${spread(added)} µs (goal ≤ ${SHARED_P50_GOAL_US}); ${fmt(median(sharedResults.with.map((r) => r.rps)))} against ${fmt(median(sharedResults.without.map((r) => r.rps)))} req/s; errors ${errors}`);
 }
 
 if (sectionOnly) {

@@ -88,6 +88,10 @@ export interface AliasRoute extends Upstream {
   readonly order: number;
   /** Cap on this deployment's calls in flight in the pod; 0 for none. */
   readonly maxParallel: number;
+  /** `rpm`: calls per limit window (CONTRACT.md, Shared state across pods); 0 for none. */
+  readonly rpm: number;
+  /** `tpm`: tokens per limit window; 0 for none. */
+  readonly tpm: number;
   /** The replica this deployment is of an entry with `replicas`, or null for an entry without. */
   readonly replica: Replica | null;
 }
@@ -145,6 +149,8 @@ export interface RouterSettings {
   readonly maxRetryWaitMs: number;
   /** The whole request, attempts included; null: the largest total timeout of the first group's deployments. */
   readonly timeoutMs: number | null;
+  /** The window of `rpm` and `tpm`: a minute, shorter only in tests (router_settings.limit_window). */
+  readonly limitWindowMs: number;
 }
 
 export interface RoutingConfig {

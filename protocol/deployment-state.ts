@@ -286,6 +286,15 @@ export class DeploymentStates {
     };
   }
 
+  /**
+   * Another pod cooled this deployment until `until` (Date.now ms), shared through Redis (src/shared-state/):
+   * honoured as a cooldown of this pod's own, a later end winning; not counted among this pod's cooldowns.
+   */
+  coolUntil(slot: number, until: number): void {
+    const f = slot * F64_PER_SLOT + COOLDOWN_UNTIL;
+    if (until > (this.#f64[f] as number)) this.#f64[f] = until;
+  }
+
   /** Ends a cooldown at once: a deployment that became the lone member of its group is never cooled. */
   forgive(slot: number): void {
     this.#f64[slot * F64_PER_SLOT + COOLDOWN_UNTIL] = 0;

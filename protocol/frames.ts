@@ -27,6 +27,7 @@ import type { MessagePort } from 'node:worker_threads';
 import type { RoutingConfig, Upstream } from './config.js';
 import type { ChannelEnd } from './channel.js';
 import type { DeploymentStateMemory } from './deployment-state.js';
+import type { DeploymentLimitsMemory } from './deployment-limits.js';
 
 export const PROTOCOL_VERSION = 10;
 
@@ -131,6 +132,8 @@ export type SessionConstructor = new (channel: ChannelEnd<ToWorker, FromWorker>,
 /** The shared deployment state (protocol/deployment-state.ts) and which worker of the pool this session is. */
 export interface WorkerState {
   readonly memory: DeploymentStateMemory;
+  /** rpm and tpm per deployment, by the same slots (protocol/deployment-limits.ts). */
+  readonly limits: DeploymentLimitsMemory;
   readonly worker: number;
 }
 

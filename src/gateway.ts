@@ -69,6 +69,9 @@ export async function startGateway(loaded: GatewayConfig, log: Logger, options: 
   // Tracing on: the OpenTelemetry SDK is loaded now (import(), in src/tracing/otel.ts), and only then.
   const tracing = config.tracing === null ? null : await startTracing(config.tracing, log);
   if (tracing !== null) pool.onSpans = (frame) => tracing.attempts(frame);
+  // With a redis_url only: the Redis client is loaded now (import(), in src/shared-state/fleet.ts), and only then.
+  let live = config;
+  const sharedState = config.sharedState === null ? null : await (await import('./shared-state/fleet.js')).SharedState.start({ config: config.sharedState, limits: deployments.limits, states: deployments.states, routing: () => live.routing, log });
   const awsChain = new AwsChainStates(log);
   pool.onAwsChain = (frame) => awsChain.report(frame);
   const ctx: FrontContext = {
@@ -88,6 +91,7 @@ export async function startGateway(loaded: GatewayConfig, log: Logger, options: 
     tracing,
     replicas,
     inferenceFigures: options.inferenceFigures ?? noInferenceFigures,
+    sharedState,
   };
   let dnsCheck = false;
   const watchReplicas = (c: GatewayConfig) => {
@@ -126,6 +130,7 @@ export async function startGateway(loaded: GatewayConfig, log: Logger, options: 
       replicas.stop();
       ctx.health.stop();
       await pool.close();
+      await sharedState?.close();
       // What is still queued gets a moment to go out; a collector that is down costs no more than that.
       await tracing?.shutdown(TRACE_FLUSH_MS);
     })();
@@ -181,11 +186,12 @@ export async function startGateway(loaded: GatewayConfig, log: Logger, options: 
       // A generated key stays the same across reloads; a configured one may rotate.
       // The worker mode stays the one the pool runs (and /status reports) until the next start.
       const config = Object.freeze({ ...next, workerMode: current.workerMode, ...(next.apiKeyGenerated && current.apiKeyGenerated && { apiKeys: current.apiKeys }) });
-      const changed = { host: next.host !== current.host, port: next.port !== current.port, workers: next.workerMode.workers !== current.workerMode.workers };
+      const changed = { host: next.host !== current.host, port: next.port !== current.port, workers: next.workerMode.workers !== current.workerMode.workers, redis: next.sharedState?.url !== current.sharedState?.url };
       for (const [key, differs] of Object.entries(changed)) {
         if (differs) log.warn({ event: 'reload_needs_restart', setting: key }, `"${key}" changed; it takes effect at the next start`);
       }
       ctx.config = config;
+      live = config;
       ctx.auth = new BearerAuth(config.apiKeys);
       pool.setRouting(config.routing);
       ctx.health.reload(config);

@@ -170,7 +170,8 @@ model_list:
     params: { model: openai/fake-model, api_base: ${up.url}, api_key: ${UPSTREAM_KEY} }
     model_info: { id: west }
   - model_name: backup
-    params: { model: openai/fake-model, api_base: ${up.url}, api_key: ${UPSTREAM_KEY} }
+    # rpm and tpm far above the traffic: the limit series (issue 37) exist and move.
+    params: { model: openai/fake-model, api_base: ${up.url}, api_key: ${UPSTREAM_KEY}, rpm: 100000, tpm: 10000000 }
   - model_name: embed
     params: { model: openai/fake-embed, api_base: ${up.url}, api_key: ${UPSTREAM_KEY} }
 router_settings:
@@ -434,7 +435,7 @@ describe('deploy/kubernetes/prometheusrule.yaml is a PrometheusRule', () => {
     }
   });
 
-  it('alerts on what issue 26 asks for: the error ratio, p99 latency, an alias all cooling, readiness, worker restarts, event-loop delay', () => {
-    expect(ruleQueries(rules).map((r) => r.alert)).toEqual(['SwitchyardErrorRatio', 'SwitchyardLatencyP99', 'SwitchyardAliasCooling', 'SwitchyardNotReady', 'SwitchyardWorkerRestarts', 'SwitchyardEventLoopDelay']);
+  it('alerts on what issue 26 asks for: the error ratio, p99 latency, an alias all cooling, readiness, worker restarts, event-loop delay; and issue 37: shared state degraded', () => {
+    expect(ruleQueries(rules).map((r) => r.alert)).toEqual(['SwitchyardErrorRatio', 'SwitchyardLatencyP99', 'SwitchyardAliasCooling', 'SwitchyardNotReady', 'SwitchyardWorkerRestarts', 'SwitchyardEventLoopDelay', 'SwitchyardSharedStateDegraded']);
   });
 });

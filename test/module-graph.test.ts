@@ -174,6 +174,8 @@ describe('what each thread loads at start (dist/, built by npm test)', () => {
     expect(front).toContain('prom-client');
     expect(front).not.toContain('undici');
     expect([...front].filter((name) => name.startsWith('@opentelemetry/'))).toEqual([]);
+    // The Redis client is imported (import()) only with a redis_url (src/shared-state/fleet.ts).
+    expect(front).not.toContain('@redis/client');
   });
 
   it('npm start runs the front bundled in one file (dist/server.js), piscina in it, with only the native addon and OpenTelemetry left to node_modules', () => {
@@ -182,6 +184,7 @@ describe('what each thread loads at start (dist/, built by npm test)', () => {
     expect(bundled).not.toContain('uWebSockets.js');
     // Tracing's SDK is imported (import()) from node_modules when tracing starts, never bundled into the front.
     expect([...bundled].filter((name) => name.startsWith('@opentelemetry/'))).toEqual([]);
+    expect([...bundled].filter((name) => name.startsWith('@redis/'))).toEqual([]);
     for (const name of workerBundle()) expect(readFileSync(join(root, 'dist/worker', name), 'utf8')).not.toContain('@opentelemetry/');
     // undici's Pool is there for inline mode's session, behind the import() that only inline mode makes.
     expect(bundledUndiciFiles('dist/server.js')).toContain('lib/dispatcher/pool.js');
@@ -211,6 +214,40 @@ describe('what each thread loads at start (dist/, built by npm test)', () => {
     expect(await loaded({})).toBe(0);
     // Nothing listens on the discard port: the spans are dropped, which is no matter here.
     expect(await loaded({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9' })).toBeGreaterThan(50);
+  });
+
+  it('a running front loads the Redis client only with a redis_url (CONTRACT.md, Shared state across pods)', async () => {
+    const probe = join(root, 'test/support/redis-client-probe.mjs');
+    const dir = mkdtempSync(join(tmpdir(), 'switchyard-redis-graph-'));
+    const loaded = async (yaml: string | null): Promise<number> => {
+      const env: Record<string, string> = { GATEWAY_API_KEY: 'k', GATEWAY_WORKERS: '1', GATEWAY_DRAIN_DELAY: '0', NODE_OPTIONS: `--import=${probe}` };
+      if (yaml !== null) {
+        writeFileSync(join(dir, 'config.yaml'), yaml);
+        env.GATEWAY_CONFIG = join(dir, 'config.yaml');
+      }
+      const proc = spawnGateway({ env });
+      try {
+        const { port } = await proc.listening();
+        const chat = await fetch(`http://127.0.0.1:${String(port)}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { authorization: 'Bearer k', 'content-type': 'application/json' },
+          body: JSON.stringify({ model: yaml === null ? 'demo-chat' : 'chat', messages: [{ role: 'user', content: 'hi' }] }),
+        });
+        expect(chat.status).toBe(200);
+      } finally {
+        await proc.stop();
+      }
+      const line = /redis client modules loaded: (\d+)/.exec(proc.stderr());
+      expect(line, proc.stderr()).not.toBeNull();
+      return Number(line?.[1]);
+    };
+    try {
+      expect(await loaded(null)).toBe(0);
+      // Nothing listens there: the pod serves on its own (degraded), and has loaded the client to try.
+      expect(await loaded(`model_list:\n  - model_name: chat\n    params: { model: mock/chat, rpm: 100 }\nrouter_settings: { redis_url: "redis://127.0.0.1:${REFUSED_PORT}" }\n`)).toBeGreaterThan(0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('the bundles are ASCII only: one wider character would make V8 hold all of a file\'s source at two bytes each', () => {

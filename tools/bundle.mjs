@@ -89,7 +89,7 @@ export async function bundle(dir) {
     // and chain.ts, import()): bundled, their 0.4 MB (and the credential chain's) would be read and parsed at every start;
     // and so does the o200k tokenizer, which only an inline session's first count_tokens imports
     // (workers/inbound/messages/count-tokens.ts): bundled, its 3.4 MB of ranks would be parsed at every start.
-    external: ['uWebSockets.js', '@opentelemetry/*', '@smithy/*', '@aws-sdk/*', 'gpt-tokenizer', 'gpt-tokenizer/*'],
+    external: ['uWebSockets.js', '@redis/*', '@opentelemetry/*', '@smithy/*', '@aws-sdk/*', 'gpt-tokenizer', 'gpt-tokenizer/*'],
     plugins: [piscinaHome, promClientLazyOtel],
   });
 

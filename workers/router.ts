@@ -12,6 +12,7 @@ import type { RouterSettings, RoutingConfig, Upstream } from '../protocol/config
 import type { RouteLabels } from '../protocol/frames.js';
 import { GatewayError } from '../protocol/errors.js';
 import { groupsOf, leadRoute } from '../protocol/routing-groups.js';
+import type { DeploymentLimits } from '../protocol/deployment-limits.js';
 
 export interface Deployment {
   readonly id: string;
@@ -22,6 +23,10 @@ export interface Deployment {
   readonly order: number;
   /** max_parallel_requests; 0 for none. */
   readonly cap: number;
+  /** rpm and tpm (0: none); the pod's limits view when either is set, else null (protocol/deployment-limits.ts). */
+  readonly rpm: number;
+  readonly tpm: number;
+  readonly limits: DeploymentLimits | null;
   /** Its group's name and its provider: the labels of the requests it serves. */
   readonly labels: RouteLabels;
 }
@@ -68,7 +73,8 @@ export class Router {
   readonly maxResponseBytes: number;
   readonly settings: RouterSettings;
 
-  constructor(routing: RoutingConfig) {
+  /** `limits`: the pod's rpm/tpm view (null: limits are not kept, as in tests of routing alone). */
+  constructor(routing: RoutingConfig, limits: DeploymentLimits | null = null) {
     this.maxResponseBytes = routing.maxResponseBodyBytes;
     this.settings = routing.router;
     const specs = groupsOf(routing);
@@ -77,7 +83,8 @@ export class Router {
       spec.deployments.forEach((route, i) => {
         if (route.credentials.kind === 'missing') return;
         const slot = spec.slots[i] ?? -1;
-        deployments.push({ id: route.id, upstream: route, slot, weight: route.weight, order: route.order, cap: route.maxParallel, labels: { model: route.alias, provider: route.provider } });
+        const limited = slot >= 0 && (route.rpm > 0 || route.tpm > 0) ? limits : null;
+        deployments.push({ id: route.id, upstream: route, slot, weight: route.weight, order: route.order, cap: route.maxParallel, rpm: route.rpm, tpm: route.tpm, limits: limited, labels: { model: route.alias, provider: route.provider } });
       });
       // A group whose replicas DNS has not given yet is routed, empty: 503 no_deployment_available (unless their key is missing).
       if (deployments.length === 0 && !spec.replicaSets.some((set) => set.entry.credentials.kind !== 'missing')) this.#uncredentialed.add(spec.name);
@@ -115,6 +122,9 @@ export class Router {
           weight: 1,
           order: 1,
           cap: 0,
+          rpm: 0,
+          tpm: 0,
+          limits: null,
           labels: { model: `${provider}/*`, provider },
         };
         return new Group(model, [deployment], true, rule.base.timeouts.totalMs, deployment.labels);

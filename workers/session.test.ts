@@ -3,15 +3,16 @@ import type { FrameHandler, FrameSender } from '../protocol/channel.js';
 import type { FromWorker, ToWorker } from '../protocol/frames.js';
 import { WorkerSession } from './session.js';
 import { deploymentStateMemory } from '../protocol/deployment-state.js';
+import { deploymentLimitsMemory } from '../protocol/deployment-limits.js';
 
 describe('WorkerSession', () => {
   it('reads a call body before the frame handler returns: a lent body is reused by the sender from then on', async () => {
     let deliver: FrameHandler<ToWorker> | null = null;
     const answers: FromWorker[] = [];
     const port: FrameSender<FromWorker> = { send: (frame) => answers.push(frame), lend: (frame) => answers.push(frame), close() {} };
-    const router = { strategy: 'simple-shuffle', numRetries: 2, retryAfterMs: 0, allowedFails: 3, cooldownMs: 30_000, fallbacks: [], contextWindowFallbacks: [], streamCommitTimeoutMs: 10_000, maxRetryWaitMs: 10_000, timeoutMs: null } as const;
+    const router = { strategy: 'simple-shuffle', numRetries: 2, retryAfterMs: 0, allowedFails: 3, cooldownMs: 30_000, fallbacks: [], contextWindowFallbacks: [], streamCommitTimeoutMs: 10_000, maxRetryWaitMs: 10_000, timeoutMs: null, limitWindowMs: 60_000 } as const;
     const routing = { version: 1, aliases: [], slots: [], replicaSets: [], rules: [], router, maxResponseBodyBytes: 1 << 20 };
-    new WorkerSession((onFrame) => ((deliver = onFrame), port), routing, { memory: deploymentStateMemory(1, 1), worker: 0 });
+    new WorkerSession((onFrame) => ((deliver = onFrame), port), routing, { memory: deploymentStateMemory(1, 1), limits: deploymentLimitsMemory(1), worker: 0 });
 
     const lent = Buffer.from(JSON.stringify({ model: 'no-such-model', messages: [{ role: 'user', content: 'hi' }] }));
     (deliver as unknown as FrameHandler<ToWorker>)({ t: 'call', id: 7, op: 'chat', requestId: 'req-1' }, lent);

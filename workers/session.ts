@@ -10,6 +10,7 @@ import { wholePayload, type ChannelEnd, type FrameSender, type Payload } from '.
 import type { RoutingConfig } from '../protocol/config.js';
 import type { Backoff, CallFrame, FromWorker, HeaderList, RouteLabels, RoutingNotice, ToWorker, Usage, WorkerState } from '../protocol/frames.js';
 import { DeploymentStates } from '../protocol/deployment-state.js';
+import { DeploymentLimits } from '../protocol/deployment-limits.js';
 import { GatewayError, isErrorCode, type ErrorCode } from '../protocol/errors.js';
 import { ChurnMap } from '../protocol/churn-tables.js';
 import { CallControl } from './call-control.js';
@@ -37,6 +38,7 @@ export class WorkerSession {
   readonly #port: FrameSender<FromWorker>;
   readonly #calls = new ChurnMap<number, ActiveCall>();
   readonly #states: DeploymentStates;
+  readonly #limits: DeploymentLimits;
   #router: Router;
   #env: RoutingEnv;
   /** count_tokens calls: anthropic deployments count themselves, every other is counted here (count-tokens.ts). */
@@ -45,7 +47,8 @@ export class WorkerSession {
   /** `channel` is a worker thread's MessagePort end, or the in-thread end of GATEWAY_WORKERS=0. */
   constructor(channel: ChannelEnd<ToWorker, FromWorker>, routing: RoutingConfig, state: WorkerState) {
     this.#states = new DeploymentStates(state.memory, state.worker);
-    this.#router = new Router(routing);
+    this.#limits = new DeploymentLimits(state.limits);
+    this.#router = new Router(routing, this.#limits);
     this.#env = this.#envFor(this.#router);
     this.#countEnv = { ...this.#env, adapterFor: counterFor };
     this.#port = channel((frame, payload) => this.#onFrame(frame, payload));
@@ -65,7 +68,7 @@ export class WorkerSession {
     switch (frame.t) {
       case 'call':
         // The body may be lent (read in place in shared memory, reused once this returns): it is parsed now.
-        void this.#run(frame, parseBody(frame, payload));
+        void this.#run(frame, parseBody(frame, payload), payloadBytes(payload));
         return;
       case 'cancel':
         this.#calls.get(frame.id)?.control.abort(CANCELLED);
@@ -77,7 +80,7 @@ export class WorkerSession {
         this.#calls.get(frame.id)?.flow.resume();
         return;
       case 'config':
-        this.#router = new Router(frame.routing);
+        this.#router = new Router(frame.routing, this.#limits);
         forgetAddresses(frame.routing);
         this.#env = this.#envFor(this.#router);
         this.#countEnv = { ...this.#env, adapterFor: counterFor };
@@ -96,7 +99,7 @@ export class WorkerSession {
     }
   }
 
-  async #run(frame: CallFrame, body: RequestBody | BadBody): Promise<void> {
+  async #run(frame: CallFrame, body: RequestBody | BadBody, bodyBytes: number): Promise<void> {
     const { id } = frame;
     const router = this.#router;
     const env = frame.op === 'count_tokens' ? this.#countEnv : this.#env;
@@ -136,6 +139,7 @@ export class WorkerSession {
           control: call.control,
           flow: call.flow,
           trace,
+          bodyBytes,
         },
         replies,
       );
@@ -157,6 +161,15 @@ export class WorkerSession {
 /** Why a call's body could not be read; answered like any error of the call. */
 class BadBody {
   constructor(readonly error: unknown) {}
+}
+
+/** The body's size, read before it is parsed (a lent body is reused once the frame is handled). */
+function payloadBytes(payload: Payload | undefined): number {
+  if (payload === undefined) return 0;
+  if (payload instanceof Uint8Array) return payload.byteLength;
+  let n = 0;
+  for (const piece of payload) n += piece.byteLength;
+  return n;
 }
 
 function parseBody(frame: CallFrame, payload: Payload | undefined): RequestBody | BadBody {

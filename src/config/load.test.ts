@@ -275,9 +275,8 @@ describe('a real LiteLLM config.yaml', () => {
   // CONTRACT.md, Routing for high volume: model_info.id, router_settings and litellm_settings' num_retries,
   // fallbacks and drop_params are honoured; the rest of model_info and litellm_settings is warned about key by
   // key, and so is a provider's own param on another provider (api_version is azure's, this deployment is openai).
+  // rpm and tpm are honoured (CONTRACT.md, Shared state across pods): src/config/shared-state.test.ts.
   const unsupported = [
-    'model_list[0].litellm_params.rpm',
-    'model_list[0].litellm_params.tpm',
     'model_list[0].model_info.mode',
     'model_list[1].litellm_params.api_version',
     'litellm_settings.request_timeout',

@@ -15,6 +15,7 @@ import { configFileSchema, unsupportedKeys, LITELLM_ONLY_STRATEGIES, type Config
 import { availableCpus } from './cpu-limit.js';
 import { addressOf, isDnsSet, replicaRoute, replicaSpecOf, ReplicaParamsError, type ReplicaSpec } from './replicas.js';
 import { chooseWorkers, type WorkerMode } from './workers.js';
+import { resolveSharedState, SharedStateSettingsError, type SharedStateConfig } from './shared-state.js';
 import { DEMO_CONFIG_YAML } from './demo.js';
 import { HealthSettingsError, healthSettingsFromEnv } from '../health/settings.js';
 import { TracingSettingsError, tracingSettingsFromEnv, type TracingSettings } from '../tracing/settings.js';
@@ -32,7 +33,7 @@ export const DEFAULTS = {
   timeouts: { connectMs: 10_000, headersMs: 600_000, idleMs: 600_000, totalMs: 600_000 },
   health: { checkTimeoutMs: 5_000, startupDelayMs: 0, cacheTtlMs: 1_000, probeBudgetMs: 900, eventLoopDelayMs: 200 },
   // CONTRACT.md, Routing for high volume: LiteLLM's defaults where it has them.
-  router: { strategy: 'simple-shuffle', numRetries: 2, retryAfterMs: 0, allowedFails: 3, cooldownMs: 30_000, streamCommitTimeoutMs: 10_000, maxRetryWaitMs: 10_000 },
+  router: { strategy: 'simple-shuffle', numRetries: 2, retryAfterMs: 0, allowedFails: 3, cooldownMs: 30_000, streamCommitTimeoutMs: 10_000, maxRetryWaitMs: 10_000, limitWindowMs: 60_000 },
   deployment: { weight: 1, order: 1 },
 } as const;
 
@@ -72,6 +73,8 @@ export interface GatewayConfig {
   readonly tracing: TracingSettings | null;
   /** One line per config key we read but do not support. */
   readonly warnings: readonly string[];
+  /** Redis for limits and cooldowns shared by the fleet (src/config/shared-state.ts); null: each pod alone. Front thread only. */
+  readonly sharedState: SharedStateConfig | null;
 }
 
 /** A config that cannot be used; the message names the file, the path inside it and the problem. */
@@ -203,6 +206,8 @@ export function parseConfig(text: string, source: string, env: Env = process.env
       weight: params.weight ?? DEFAULTS.deployment.weight,
       order: params.order ?? DEFAULTS.deployment.order,
       maxParallel: params.max_parallel_requests ?? 0,
+      rpm: params.rpm ?? 0,
+      tpm: params.tpm ?? 0,
       upstreamModel: params.model.slice(slash + 1),
       replica: null,
       ...resolveUpstream(provider, params, context),
@@ -262,7 +267,17 @@ export function parseConfig(text: string, source: string, env: Env = process.env
     tracing,
     routing: Object.freeze({ version, aliases: Object.freeze(aliases), slots: Object.freeze([]), replicaSets: Object.freeze(replicaSets), rules: Object.freeze(rules), router, maxResponseBodyBytes }),
     warnings: Object.freeze(warnings),
+    sharedState: sharedStateOf(file, env, source),
   });
+}
+
+function sharedStateOf(file: ConfigFile, env: Env, source: string): SharedStateConfig | null {
+  try {
+    return resolveSharedState(file.router_settings ?? {}, env);
+  } catch (err) {
+    if (err instanceof SharedStateSettingsError) throw new ConfigError(`${source}: ${err.message}`);
+    throw err;
+  }
 }
 
 /** `router_settings` (and `litellm_settings`' retry and fallback keys) with their defaults; fallbacks must name groups. */
@@ -298,6 +313,7 @@ function resolveRouter(file: ConfigFile, groups: ReadonlySet<string>, source: st
     streamCommitTimeoutMs: ms(r.stream_commit_timeout, DEFAULTS.router.streamCommitTimeoutMs),
     maxRetryWaitMs: ms(r.max_retry_wait, DEFAULTS.router.maxRetryWaitMs),
     timeoutMs: r.timeout === undefined ? null : Math.round(r.timeout * 1000),
+    limitWindowMs: ms(r.limit_window, DEFAULTS.router.limitWindowMs),
   });
 }
 

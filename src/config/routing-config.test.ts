@@ -44,6 +44,7 @@ describe('routing config', () => {
       streamCommitTimeoutMs: 10_000,
       maxRetryWaitMs: 10_000,
       timeoutMs: null,
+      limitWindowMs: 60_000,
     });
     expect(routing.aliases.map((a) => [a.id, a.weight, a.order, a.maxParallel])).toEqual([
       ['east', 3, 1, 200],
@@ -79,6 +80,7 @@ router_settings:
       streamCommitTimeoutMs: 2500,
       maxRetryWaitMs: 4500,
       timeoutMs: 90_000,
+      limitWindowMs: 60_000,
     });
   });
 
@@ -98,17 +100,16 @@ router_settings: { num_retries: 0 }
     const { routing, warnings } = parse(`${TWO_GROUPS}
 router_settings:
   routing_strategy: usage-based-routing-v2
-  redis_host: localhost
   enable_pre_call_checks: true
   model_group_alias: { gpt-4: chat }
   model_info_unused: 1
 `);
     expect(routing.router.strategy).toBe('simple-shuffle');
-    for (const key of ['router_settings.redis_host', 'router_settings.enable_pre_call_checks', 'router_settings.model_group_alias', 'router_settings.model_info_unused']) {
+    for (const key of ['router_settings.enable_pre_call_checks', 'router_settings.model_group_alias', 'router_settings.model_info_unused']) {
       expect(warnings.filter((w) => w.includes(`"${key}"`)), key).toHaveLength(1);
     }
     expect(warnings.filter((w) => w.includes('usage-based-routing-v2'))).toHaveLength(1);
-    expect(warnings).toHaveLength(5);
+    expect(warnings).toHaveLength(4);
   });
 
   it.each([

@@ -41,12 +41,16 @@ export const paramsSchema = z.looseObject({
   order: z.number().int().nonnegative().optional(),
   /** Cap on this deployment's calls in flight in the pod. */
   max_parallel_requests: z.number().int().positive().optional(),
+  /** LiteLLM's requests per minute (CONTRACT.md, Shared state across pods): per pod, or for the fleet with a redis_url. */
+  rpm: z.number().int().positive().max(1_000_000_000).optional(),
+  /** LiteLLM's tokens per minute, counted as CONTRACT.md's Shared state section says. */
+  tpm: z.number().int().positive().max(1_000_000_000_000).optional(),
   // Replicas (CONTRACT.md, Inference-aware routing): `replicas`, `dns_refresh`, `dns_servers` (src/config/replicas.ts).
   ...replicaParamsShape,
 });
 
-/** The params of a route rule: a rule is not a deployment, so it has no model, weight, order, cap or replicas. */
-const ruleParamsSchema = paramsSchema.omit({ model: true, weight: true, order: true, max_parallel_requests: true, replicas: true, dns_refresh: true, dns_servers: true });
+/** The params of a route rule: a rule is not a deployment, so it has no model, weight, order, cap, limits or replicas. */
+const ruleParamsSchema = paramsSchema.omit({ model: true, weight: true, order: true, max_parallel_requests: true, rpm: true, tpm: true, replicas: true, dns_refresh: true, dns_servers: true });
 
 /** A deployment id: printable ASCII without spaces, as it appears in headers, metrics and logs. LiteLLM writes some as numbers. */
 const deploymentId = z
@@ -90,6 +94,13 @@ const routerSettingsSchema = z.looseObject({
   /** The longest provider Retry-After the gateway waits out itself; 0: never wait, answer at once. */
   max_retry_wait: z.number().nonnegative().finite().optional(),
   timeout: seconds.optional(),
+  // Shared state across pods (CONTRACT.md): a redis:// or rediss:// URL, or LiteLLM's three keys.
+  redis_url: z.string().min(1).optional(),
+  redis_host: z.string().min(1).optional(),
+  redis_port: z.union([z.number().int().min(1).max(65_535), z.string().regex(/^\d{1,5}$/, 'must be a port number').transform(Number)]).optional(),
+  redis_password: z.string().optional(),
+  /** For tests only: the length of the rpm/tpm window in seconds (default 60, the minute LiteLLM's keys mean). */
+  limit_window: seconds.optional(),
 });
 
 /** `litellm_settings`: its retry and fallback keys route (`router_settings` wins when both set one); `drop_params` is every deployment's default. */

@@ -14,6 +14,7 @@ import type { Lifecycle } from './lifecycle.js';
 import type { Tracing } from '../tracing/tracing.js';
 import type { ReplicaDns } from '../supervisor/replica-dns.js';
 import type { InferenceFiguresOf } from './replica-status.js';
+import type { SharedStateView } from '../shared-state/fleet.js';
 
 export interface FrontContext {
   /** Swapped whole on reload; handlers read it per request. */
@@ -40,4 +41,6 @@ export interface FrontContext {
   readonly replicas: ReplicaDns;
   /** Each replica's load figures for /status (the inference scraper's), null when not scraped. */
   readonly inferenceFigures: InferenceFiguresOf;
+  /** Limits and cooldowns shared through Redis (src/shared-state/); null without a redis_url: `shared_state: off`. */
+  readonly sharedState: SharedStateView | null;
 }

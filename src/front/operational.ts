@@ -63,6 +63,8 @@ export function status(ctx: FrontContext, ex: Exchange): void {
     models_configured: groupsOf(ctx.config.routing).size,
     route_rules: ctx.config.routing.rules.length,
     config_version: ctx.config.routing.version,
+    // CONTRACT.md, Shared state across pods: off without a redis_url; degraded while Redis is lost (limits per pod).
+    shared_state: ctx.sharedState?.state ?? 'off',
     requests: {
       total: c.total,
       in_flight: c.inFlight,

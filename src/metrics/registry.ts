@@ -16,6 +16,8 @@ import type { HealthReport, HealthStatus } from '../health/types.js';
 import type { PoolStats } from '../supervisor/worker-pool.js';
 import type { RoutingConfig } from '../../protocol/config.js';
 import type { DeploymentStates } from '../../protocol/deployment-state.js';
+import type { DeploymentLimits } from '../../protocol/deployment-limits.js';
+import type { SharedStateView } from '../shared-state/fleet.js';
 import type { RoutingFacts } from '../../protocol/frames.js';
 import { CounterFamily, HistogramFamily, ScrapedCounter, type CounterSeries, type HistogramSeries } from './families.js';
 import { statusClass } from './status-class.js';
@@ -69,7 +71,9 @@ export interface MetricSources {
   readonly pool: { stats(): PoolStats };
   readonly health: { onRun(listener: (report: HealthReport) => void): void };
   /** The shared deployment state, and the config whose deployments it holds (swapped on reload). */
-  readonly deployments: { readonly states: DeploymentStates };
+  readonly deployments: { readonly states: DeploymentStates; readonly limits: DeploymentLimits };
+  /** Null without a redis_url (`shared_state` off). */
+  readonly sharedState: SharedStateView | null;
   readonly config: { readonly routing: RoutingConfig };
   /** Null when tracing is off. */
   readonly tracing: { readonly dropped: number } | null;
@@ -198,6 +202,11 @@ export class GatewayMetrics {
   readonly deploymentState: Gauge<'model' | 'deployment'>;
   readonly cooldowns: ScrapedCounter;
   readonly spansDropped: ScrapedCounter;
+  readonly sharedState: Gauge<'state'>;
+  readonly sharedDraws: ScrapedCounter;
+  readonly limitUsed: Gauge<'model' | 'deployment' | 'limit'>;
+  readonly limitAdmitted: ScrapedCounter;
+  readonly limitRefused: ScrapedCounter;
 
   readonly #byResult = new Map<string, ResultSeries>();
   readonly #byModel = new Map<string, ModelSeries>();
@@ -298,6 +307,64 @@ export class GatewayMetrics {
         const { aliases, slots } = s.config.routing;
         return aliases.map((route, i) => ({ labels: { model: route.alias, deployment: route.id }, value: s.deployments.states.cooldowns(slots[i] as number) }));
       },
+    );
+    this.sharedState = new Gauge({
+      name: 'switchyard_shared_state',
+      help: 'The link to the fleet through Redis: 1 on the state it is in (ok, degraded: Redis lost, limits per pod; off: no redis_url), 0 on the others',
+      labelNames: ['state'] as const,
+      registers,
+      collect() {
+        const now = sources()?.sharedState?.state ?? 'off';
+        for (const state of ['ok', 'degraded', 'off'] as const) this.set({ state }, state === now ? 1 : 0);
+      },
+    });
+    this.sharedDraws = new ScrapedCounter(
+      {
+        name: 'switchyard_shared_state_draws_total',
+        help: 'Draws of the fleet budget from Redis: granted in full (ok), granted less than asked because the fleet budget is spent (short), failed (timeout, Redis lost)',
+        labelNames: ['result'],
+      },
+      this.registry,
+      () => {
+        const draws = sources()?.sharedState?.draws ?? { ok: 0, short: 0, failed: 0 };
+        return (['ok', 'short', 'failed'] as const).map((result) => ({ labels: { result }, value: draws[result] }));
+      },
+    );
+    this.limitUsed = new Gauge({
+      name: 'switchyard_limit_used_ratio',
+      help: 'Share of each deployment rpm (limit="rpm") or tpm (limit="tpm") this pod used over the last window (deployments with a limit only)',
+      labelNames: ['model', 'deployment', 'limit'] as const,
+      registers,
+      collect() {
+        const s = sources();
+        if (!s) return;
+        this.reset();
+        const { aliases, slots, router } = s.config.routing;
+        const now = Date.now();
+        aliases.forEach((route, i) => {
+          if (route.rpm === 0 && route.tpm === 0) return;
+          const used = s.deployments.limits.snapshot(slots[i] as number, now, router.limitWindowMs);
+          if (route.rpm > 0) this.set({ model: route.alias, deployment: route.id, limit: 'rpm' }, used.requests / route.rpm);
+          if (route.tpm > 0) this.set({ model: route.alias, deployment: route.id, limit: 'tpm' }, used.tokens / route.tpm);
+        });
+      },
+    });
+    const limited = () => {
+      const s = sources();
+      if (!s) return [];
+      const { aliases, slots, router } = s.config.routing;
+      const now = Date.now();
+      return aliases.flatMap((route, i) => (route.rpm === 0 && route.tpm === 0 ? [] : [{ labels: { model: route.alias, deployment: route.id }, used: s.deployments.limits.snapshot(slots[i] as number, now, router.limitWindowMs) }]));
+    };
+    this.limitAdmitted = new ScrapedCounter(
+      { name: 'switchyard_limit_requests_total', help: 'Calls this pod sent to each deployment that has an rpm or tpm (calls never sent given back)', labelNames: ['model', 'deployment'] },
+      this.registry,
+      () => limited().map(({ labels, used }) => ({ labels, value: used.requestsTotal })),
+    );
+    this.limitRefused = new ScrapedCounter(
+      { name: 'switchyard_limit_refused_total', help: 'Picks of each deployment refused because it was at its rpm or tpm (the call went to another deployment, or was answered 429)', labelNames: ['model', 'deployment'] },
+      this.registry,
+      () => limited().map(({ labels, used }) => ({ labels, value: used.refusedTotal })),
     );
     this.spansDropped = new ScrapedCounter(
       {

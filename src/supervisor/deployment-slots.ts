@@ -10,6 +10,7 @@
 import type { RoutingConfig } from '../../protocol/config.js';
 import { DeploymentStates, deploymentStateMemory, type DeploymentStateMemory } from '../../protocol/deployment-state.js';
 import { groupsOf } from '../../protocol/routing-groups.js';
+import { DeploymentLimits, deploymentLimitsMemory, type DeploymentLimitsMemory } from '../../protocol/deployment-limits.js';
 
 /** Slots made at start: room for reloads that add deployments, at 64 bytes (plus 4 a worker) each. */
 const MIN_CAPACITY = 1024;
@@ -18,6 +19,9 @@ export class DeploymentSlots {
   readonly memory: DeploymentStateMemory;
   /** The front's view: it only reads, clears and takes back, never reserves. */
   readonly states: DeploymentStates;
+  /** rpm and tpm, by the same slots (protocol/deployment-limits.ts); the front reads them and, with Redis, credits them. */
+  readonly limitsMemory: DeploymentLimitsMemory;
+  readonly limits: DeploymentLimits;
   readonly #byId = new Map<string, number>();
   /** Slots of ids no longer configured, free once nothing is in flight on them. */
   #retired: number[] = [];
@@ -26,6 +30,8 @@ export class DeploymentSlots {
   constructor(deployments: number, workers: number) {
     this.memory = deploymentStateMemory(Math.max(MIN_CAPACITY, 2 * deployments), workers);
     this.states = new DeploymentStates(this.memory, 0);
+    this.limitsMemory = deploymentLimitsMemory(this.memory.capacity);
+    this.limits = new DeploymentLimits(this.limitsMemory);
   }
 
   /** The config with a slot for each deployment; throws when a reload brings more new ids than there is room for. */
@@ -67,6 +73,7 @@ export class DeploymentSlots {
     const at = this.#retired.findIndex((slot) => this.states.inFlight(slot) === 0);
     const [slot] = this.#retired.splice(at, 1) as [number];
     this.states.clear(slot);
+    this.limits.clear(slot);
     return slot;
   }
 }

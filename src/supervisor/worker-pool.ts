@@ -187,7 +187,7 @@ export class WorkerPool {
       const { a, b } = localChannel<FromWorker, ToWorker>();
       const slot = newSlot(0, 'running');
       slot.port = a((frame, payload) => this.#onFrame(frame, payload));
-      new InlineSession(b, routing, { memory: deployments.memory, worker: 0 });
+      new InlineSession(b, routing, { memory: deployments.memory, limits: deployments.limitsMemory, worker: 0 });
       this.#slots.push(slot);
       return;
     }
@@ -335,7 +335,7 @@ export class WorkerPool {
       slot.restartTimer = null;
       slot.phase = 'starting';
       slot.attachedAt = performance.now();
-      const state = { memory: this.#deployments.memory, worker: slot.index };
+      const state = { memory: this.#deployments.memory, limits: this.#deployments.limitsMemory, worker: slot.index };
       // The routing of now: a reload while the slot waited also sent its config frame into the port, which comes after.
       const task: AttachTask = { protocol: PROTOCOL_VERSION, port: port2 as unknown as AttachTask['port'], replies, calls, routing: this.#routing, state };
       (this.#piscina as Piscina).run(task, { transferList: [port2] as never }).then(

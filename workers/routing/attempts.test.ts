@@ -59,7 +59,7 @@ function routingOf(shape: Shape): RoutingConfig {
   const aliases: AliasRoute[] = [];
   shape.groups.forEach((g, gi) => {
     for (let d = 0; d < g.deployments; d++) {
-      aliases.push({ alias: `g${gi}`, id: `g${gi}-${d}`, weight: 1 + d, order: 1, maxParallel: 0, provider: 'openai', upstreamModel: `m${gi}${d}`, apiBase: 'http://127.0.0.1:9', credentials: { kind: 'not_required' }, responsesApi: false, timeouts, settings: {}, dropParams: false, connectTo: null, replica: null });
+      aliases.push({ alias: `g${gi}`, id: `g${gi}-${d}`, weight: 1 + d, order: 1, maxParallel: 0, rpm: 0, tpm: 0, provider: 'openai', upstreamModel: `m${gi}${d}`, apiBase: 'http://127.0.0.1:9', credentials: { kind: 'not_required' }, responsesApi: false, timeouts, settings: {}, dropParams: false, connectTo: null, replica: null });
     }
   });
   const list = (pick: (g: Shape['groups'][number]) => readonly number[]) =>
@@ -71,7 +71,7 @@ function routingOf(shape: Shape): RoutingConfig {
     replicaSets: [],
     rules: [],
     maxResponseBodyBytes: 1 << 20,
-    router: { strategy: shape.strategy, numRetries: shape.numRetries, retryAfterMs: 0, allowedFails: shape.allowedFails, cooldownMs: shape.cooldownMs, fallbacks: list((g) => g.fallbacks), contextWindowFallbacks: list((g) => g.contextFallbacks), streamCommitTimeoutMs: 60_000, maxRetryWaitMs: shape.maxRetryWaitMs, timeoutMs: null },
+    router: { strategy: shape.strategy, numRetries: shape.numRetries, retryAfterMs: 0, allowedFails: shape.allowedFails, cooldownMs: shape.cooldownMs, fallbacks: list((g) => g.fallbacks), contextWindowFallbacks: list((g) => g.contextFallbacks), streamCommitTimeoutMs: 60_000, maxRetryWaitMs: shape.maxRetryWaitMs, timeoutMs: null, limitWindowMs: 60_000 },
   };
 }
 

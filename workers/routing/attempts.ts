@@ -33,7 +33,8 @@
 import type { RouterSettings, Upstream } from '../../protocol/config.js';
 import { COOLING, REFUSED, type DeploymentStates, type Reservation } from '../../protocol/deployment-state.js';
 import type { ErrorCode } from '../../protocol/errors.js';
-import type { Backoff, HeaderList, Operation, RouteLabels, RoutingNotice } from '../../protocol/frames.js';
+import type { Backoff, HeaderList, Operation, RouteLabels, RoutingNotice, Usage } from '../../protocol/frames.js';
+import { NO_BUCKET } from '../../protocol/deployment-limits.js';
 import { CallControl } from '../call-control.js';
 import type { CallTrace } from '../call-trace.js';
 import type { Flow } from '../flow.js';
@@ -86,6 +87,8 @@ export interface RoutedRequest {
   readonly control: CallControl;
   /** Tracing on: the call's trace (each attempt's span id and traceparent; what a sampled call reports). */
   readonly trace: CallTrace | null;
+  /** The body's size in bytes: its prompt's token estimate for `tpm` (bytes / 4); absent: 0. */
+  readonly bodyBytes?: number;
 }
 
 /** An attempt's span when the client left during it: neither served nor failed on its own. */
@@ -106,7 +109,7 @@ class RoutedCall implements GateOwner {
   readonly #env: RoutingEnv;
   readonly #request: RoutedRequest;
   readonly #deadline: number;
-  readonly #pick: PickResult = { reservation: REFUSED };
+  readonly #pick: PickResult;
   /** The groups tried in turn: the requested one and its fallbacks, or its context-window fallbacks. */
   #chain: readonly Group[];
   #at = 0;
@@ -135,6 +138,7 @@ class RoutedCall implements GateOwner {
     this.client = client;
     this.#chain = request.group.chain;
     this.#deadline = performance.now() + request.group.timeoutMs;
+    this.#pick = { reservation: REFUSED, limit: { bucket: NO_BUCKET, tokens: tokenEstimate(request), credit: false }, counted: request.op !== 'count_tokens', windowMs: env.settings.limitWindowMs };
   }
 
   async run(): Promise<void> {
@@ -157,14 +161,14 @@ class RoutedCall implements GateOwner {
       if (again !== null) {
         const wait = again.at - performance.now();
         if (again.asked && !this.#mayWait(wait)) {
-          this.#env.states.release(deployment.slot, reservation);
+          this.#unreserve(deployment, reservation);
           return this.#backedOff(deployment, this.#chain[this.#at] as Group, wait);
         }
         if (wait > 0) await this.#pause(Math.min(wait, this.#deadline - performance.now()), again.reason);
       }
-      if (control.aborted) return this.#env.states.release(deployment.slot, reservation);
+      if (control.aborted) return this.#unreserve(deployment, reservation);
       if (performance.now() >= this.#deadline) {
-        this.#env.states.release(deployment.slot, reservation);
+        this.#unreserve(deployment, reservation);
         return this.#timedOut();
       }
       this.#attempts++;
@@ -183,6 +187,21 @@ class RoutedCall implements GateOwner {
     // The upstream's share of the time to this answer: its request sent to its answer read (a stream: its first content).
     if (call.sentAt > 0) this.#waitedMs += (this.#request.stream ? gate.committedAt : call.readAt || gate.committedAt) - call.sentAt;
     this.#routed();
+  }
+
+  /** GateOwner: the answer is whole; its tokens are what the provider's usage says, else the estimate stands. */
+  used(usage: Usage | null): void {
+    const d = this.#deployment as Deployment;
+    const ticket = this.#pick.limit;
+    if (d.limits === null || ticket.bucket === NO_BUCKET) return;
+    if (usage === null) ticket.bucket = NO_BUCKET;
+    else d.limits.settle(d.slot, ticket, usage.prompt + usage.completion, this.#env.now(), this.#pick.windowMs);
+  }
+
+  /** A reservation made by a pick and never used for an attempt: its place, and its rpm/tpm, go back. */
+  #unreserve(d: Deployment, reservation: Reservation): void {
+    this.#env.states.release(d.slot, reservation);
+    d.limits?.giveBack(d.slot, this.#pick.limit, this.#env.now(), this.#pick.windowMs);
   }
 
   /** One attempt; null when it answered (or the client left), else its failure. */
@@ -220,6 +239,7 @@ class RoutedCall implements GateOwner {
     /** How the attempt ended, for its span: the upstream's status, the failure's code. */
     let status = 0;
     let error: string | null = CANCELLED;
+    let unsent = false;
     try {
       if (sent.error !== null) throw sent.error;
       await this.#env.adapterFor(deployment).call(call, gate);
@@ -229,6 +249,7 @@ class RoutedCall implements GateOwner {
     } catch (err) {
       if (request.control.aborted) return null;
       const failure = classify(err);
+      unsent = !gate.committed && (call.sentAt === 0 || failure.code === 'upstream_unreachable' || failure.code === 'upstream_connect_timeout');
       if (failure.code === 'internal_error') this.#env.fault(request.requestId, err);
       this.#backOff(deployment, failure);
       status = failure.status;
@@ -251,6 +272,13 @@ class RoutedCall implements GateOwner {
       this.#waitBeforeAttempt = null;
       request.control.onAbort(null);
       this.#env.states.release(deployment.slot, reservation);
+      const ticket = this.#pick.limit;
+      if (deployment.limits !== null && ticket.bucket !== NO_BUCKET) {
+        // Never sent (or its connection never made): the call gives its place and its tokens back. Sent and
+        // failed: it counts, on its estimate. A client gone before the send counts as sent: cheap and on the safe side.
+        if (unsent) deployment.limits.giveBack(deployment.slot, ticket, this.#env.now(), this.#pick.windowMs);
+        else ticket.bucket = NO_BUCKET;
+      }
       this.#call = null;
     }
   }
@@ -457,11 +485,21 @@ class RoutedCall implements GateOwner {
     this.client.fail({ code: 'upstream_timeout', message: 'the request exceeded its routing timeout (router_settings.timeout) across its attempts' }, NO_HEADERS);
   }
 
-  /** Nothing can be tried now: the last failure if there was an attempt, else 503 with the time to the soonest end of a cooldown. */
+  /**
+   * Nothing can be tried now: the last failure if there was an attempt; else 429 `rate_limited` when a
+   * deployment is held only by its rpm/tpm, with the time until the soonest has room; else 503 with the
+   * time to the soonest end of a cooldown (CONTRACT.md, Shared state across pods).
+   */
   #unavailable(): void {
     if (this.#lastFailure !== null) return this.#answer(this.#lastFailure);
     const group = this.#request.group;
     const now = this.#env.now();
+    const limitedMs = this.#soonestRoom(now);
+    if (limitedMs !== null) {
+      this.client.routed(null, 0, null, (group.deployments[0] as Deployment).labels, 0, null);
+      const message = `every deployment of "${group.name}" and its fallbacks that could take the request is at its rpm or tpm limit; retry after the Retry-After delay`;
+      return this.client.fail({ code: 'rate_limited', message }, ['retry-after', String(Math.max(1, Math.ceil(limitedMs / 1000)))]);
+    }
     let soonest = Infinity;
     for (const g of this.#chain) {
       for (const d of g.deployments) {
@@ -472,6 +510,22 @@ class RoutedCall implements GateOwner {
     const seconds = Number.isFinite(soonest) ? Math.max(1, Math.ceil(soonest / 1000)) : 1;
     this.client.routed(null, 0, null, group.labels, 0, null);
     this.client.fail({ code: 'no_deployment_available', message: `no deployment of "${group.name}" or its fallbacks can take the request now (cooling down or at capacity)` }, ['retry-after', String(seconds)]);
+  }
+
+  /** The soonest time (ms) until a deployment held only by its rpm/tpm has room; null when none is held only by a limit. */
+  #soonestRoom(now: number): number | null {
+    const { states } = this.#env;
+    const { tokens } = this.#pick.limit;
+    if (!this.#pick.counted) return null;
+    let soonest: number | null = null;
+    for (let i = this.#at; i < this.#chain.length; i++) {
+      for (const d of (this.#chain[i] as Group).deployments) {
+        if (d.limits === null || !states.usable(d.slot, now, d.cap)) continue;
+        const wait = d.limits.waitMs(d.slot, d, tokens, now, this.#pick.windowMs);
+        if (soonest === null || wait < soonest) soonest = wait;
+      }
+    }
+    return soonest;
   }
 
   /** Waits `ms`, or less when the client leaves. */
@@ -506,6 +560,17 @@ function againOf(d: Deployment, failure: AttemptFailure, retryAfterMs: number): 
   const askedMs = d.slot < 0 && failure.status !== 0 ? Math.min(failure.retryAfterMs, MAX_PROVIDER_WAIT_MS) : 0;
   if (askedMs > retryAfterMs) return { at: now + askedMs, asked: true, reason: `${failure.status} Retry-After from ${d.id}` };
   return { at: now + retryAfterMs, asked: false, reason: CONFIGURED_WAIT };
+}
+
+/**
+ * A call's tokens before it is sent (CONTRACT.md: its prompt estimate plus max_tokens when given): the
+ * body's bytes / 4, the usual characters-per-token rule, read off the size the front already knows, so
+ * no text is walked on the hot path. JSON punctuation makes it an overestimate, settled on the usage.
+ */
+function tokenEstimate(request: RoutedRequest): number {
+  const body = request.body;
+  const max = body.max_tokens ?? body.max_completion_tokens ?? body.max_output_tokens;
+  return Math.ceil((request.bodyBytes ?? 0) / 4) + (typeof max === 'number' && max > 0 ? Math.ceil(max) : 0);
 }
 
 /** `headers` with a Retry-After of `seconds` when it has none (`seconds` null: as it is). */

@@ -128,7 +128,7 @@ describe('CommitGate with the adapter\'s word on content', () => {
       data: (bytes: Uint8Array) => seen.push(`data ${Buffer.from(bytes).toString()}`),
       end: () => seen.push('end'),
     };
-    const g = new CommitGate({ committing: () => seen.push('commit'), client }, 60_000);
+    const g = new CommitGate({ committing: () => seen.push('commit'), used: () => undefined, client }, 60_000);
     g.head([]);
     return { g, seen };
   };

@@ -24,6 +24,8 @@ import { AttemptFailure } from './failure.js';
 export interface GateOwner {
   /** Called once, just before the attempt's first byte goes to the client. */
   committing(gate: CommitGate): void;
+  /** The answer is whole: its provider's usage (null when it reported none), which settles the call's tokens. */
+  used(usage: Usage | null): void;
   readonly client: AttemptSink;
 }
 
@@ -50,6 +52,7 @@ export class CommitGate implements AttemptSink {
   reply(status: number, contentType: string, headers: HeaderList, body: Payload, usage: Usage | null, upstreamMs: number): void {
     this.status = status;
     this.#mark();
+    this.#owner.used(usage);
     this.#owner.client.reply(status, contentType, headers, body, usage, upstreamMs);
   }
 
@@ -78,6 +81,7 @@ export class CommitGate implements AttemptSink {
   end(usage: Usage | null, upstreamMs: number): void {
     // A stream that ended with no content at all (only a role chunk and [DONE]) is still the answer.
     if (!this.committed) this.#commit();
+    this.#owner.used(usage);
     this.#owner.client.end(usage, upstreamMs);
   }
 

@@ -18,10 +18,16 @@
 import type { RoutingStrategy } from '../../protocol/config.js';
 import { REFUSED, RESERVED, type DeploymentStates, type Reservation } from '../../protocol/deployment-state.js';
 import type { Deployment, Group } from '../router.js';
+import { NO_BUCKET, type LimitTicket } from '../../protocol/deployment-limits.js';
 
-/** Where a pick leaves the kind of reservation it made. */
+/** Where a pick leaves the kind of reservation it made; `limit` is the request's rpm/tpm ticket (its estimate in, what it took out). */
 export interface PickResult {
   reservation: Reservation;
+  readonly limit: LimitTicket;
+  /** Whether the call counts toward rpm/tpm (a count_tokens call, answered without a model call, does not). */
+  readonly counted: boolean;
+  /** The limit window (router_settings.limit_window). */
+  windowMs: number;
 }
 
 export function pick(group: Group, states: DeploymentStates, strategy: RoutingStrategy, now: number, avoid: readonly Deployment[] | null, out: PickResult): Deployment | null {
@@ -56,7 +62,13 @@ function candidate(d: Deployment, i: number, refused: Uint8Array, states: Deploy
 
 function reserve(d: Deployment, states: DeploymentStates, now: number, out: PickResult): boolean {
   out.reservation = d.slot < 0 ? RESERVED : states.reserve(d.slot, now, d.cap);
-  return out.reservation !== REFUSED;
+  if (out.reservation === REFUSED) return false;
+  out.limit.bucket = NO_BUCKET;
+  // A deployment at its rpm or tpm is passed over like one at its cap (CONTRACT.md, Shared state across pods).
+  if (d.limits === null || !out.counted || d.limits.take(d.slot, d, out.limit.tokens, now, out.windowMs, out.limit)) return true;
+  states.release(d.slot, out.reservation);
+  out.reservation = REFUSED;
+  return false;
 }
 
 /** The index of the strategy's choice among the candidates of `order` (there is at least one). */

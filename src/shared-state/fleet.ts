@@ -1,0 +1,410 @@
+/**
+ * The pod's link to the fleet through Redis (CONTRACT.md, Shared state
+ * across pods), on the front thread only: workers never talk to Redis and
+ * no request waits on it. Loaded (with the Redis client) only when the
+ * config has a redis_url: src/gateway.ts imports this module then.
+ *
+ * What runs, each on a timer of its own, none on the request path:
+ * - the budget (every TICK_MS): for each deployment with rpm/tpm, what the
+ *   workers used since the last look, a draw (one DRAW script) when the
+ *   credit in hand is below half a slice, what calls gave back and what
+ *   lots expired given back (GIVEBACK);
+ * - cooldowns (every COOLDOWN_POLL_MS): a cooldown or a provider back-off
+ *   this pod's workers started is written (COOL), and those the other pods
+ *   wrote are read and put in the shared deployment state;
+ * - health (every PING_MS): a PING, and the pods' register. Redis is lost
+ *   when the connection drops or three pings in a row took over 50 ms:
+ *   the workers then admit on their own, at the limit ÷ the pods last seen
+ *   (the whole limit if Redis was never reached), and come back to the
+ *   fleet's budget once a ping is quick again.
+ *
+ * Every Redis command has a short timeout; the client's offline queue is
+ * off, so a command while disconnected fails at once instead of waiting.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { RoutingConfig } from '../../protocol/config.js';
+import { LOCAL, SHARED, BUCKETS, type DeploymentLimits } from '../../protocol/deployment-limits.js';
+import type { DeploymentStates } from '../../protocol/deployment-state.js';
+import { groupsOf } from '../../protocol/routing-groups.js';
+import type { SharedStateConfig } from '../config/shared-state.js';
+import { Budget, shareOf } from './budget.js';
+import { COOL, COOLDOWNS_KEY, DRAW, GIVEBACK, PODS_KEY, SEED, WINDOW_BUCKETS, windowKey } from './scripts.js';
+
+export const TICK_MS = 25;
+export const PING_MS = 200;
+export const COOLDOWN_POLL_MS = 250;
+/** A ping slower than this is a strike; three in a row and Redis counts as lost (CONTRACT.md). */
+export const SLOW_PING_MS = 50;
+const STRIKES = 3;
+/** Timeouts: connecting, a command, a draw. */
+const CONNECT_TIMEOUT_MS = 500;
+const COMMAND_TIMEOUT_MS = 250;
+const DRAW_TIMEOUT_MS = 200;
+/** A pod not seen for this long is no longer counted among the pods. */
+const POD_TTL_MS = 5_000;
+/** Lots a pod holds longer than this many buckets go back to the fleet. */
+const LOT_TTL_BUCKETS = 2;
+
+export type SharedStateName = 'ok' | 'degraded' | 'off';
+export const SHARED_STATE_NAMES: readonly SharedStateName[] = ['ok', 'degraded', 'off'];
+
+/** What /status and the metrics read. */
+export interface SharedStateView {
+  readonly state: SharedStateName;
+  /** Draws answered (granted in full or not), and draws that failed (timeout, Redis gone). */
+  readonly draws: { readonly ok: number; readonly short: number; readonly failed: number };
+  /** The pods Redis last counted (1 before it was reached). */
+  readonly pods: number;
+}
+
+/** The minimal client surface used here (node-redis' sendCommand), so a test can see what is sent. */
+interface Client {
+  connect(): Promise<unknown>;
+  sendCommand<T>(args: readonly string[], options?: { timeout?: number }): Promise<T>;
+  on(event: string, listener: (...args: unknown[]) => void): unknown;
+  destroy(): void;
+  readonly isReady: boolean;
+}
+
+interface Books {
+  readonly slot: number;
+  readonly requests: Budget;
+  readonly tokens: Budget;
+  nextDrawAt: number;
+}
+
+export interface SharedStateDeps {
+  readonly config: SharedStateConfig;
+  readonly limits: DeploymentLimits;
+  readonly states: DeploymentStates;
+  /** The config in force (a reload swaps it). */
+  readonly routing: () => RoutingConfig;
+  readonly log: Logger;
+  /** Date.now, the clock the workers' buckets use. */
+  readonly now?: () => number;
+}
+
+export class SharedState implements SharedStateView {
+  state: SharedStateName = 'degraded';
+  readonly draws = { ok: 0, short: 0, failed: 0 };
+  pods = 1;
+  readonly #deps: SharedStateDeps;
+  readonly #client: Client;
+  readonly #pod = `${process.pid}-${randomBytes(6).toString('hex')}`;
+  readonly #now: () => number;
+  readonly #books = new Map<string, Books>();
+  readonly #shas = new Map<string, string>();
+  readonly #timers: NodeJS.Timeout[] = [];
+  /** Redis was reached at least once: a lost Redis then divides the limit by the pods last seen. */
+  #reached = false;
+  #strikes = 0;
+  #pinging = false;
+  #polling = false;
+  /** The bucket from which this pod admitted alone (Redis lost), to be added to the fleet's window when Redis is back. */
+  #aloneFrom: number | null = null;
+  /** Cooldown and back-off ends this pod last wrote or read, per deployment id: only a later one is written. */
+  readonly #published = new Map<string, string>();
+  #closed = false;
+
+  private constructor(deps: SharedStateDeps, client: Client) {
+    this.#deps = deps;
+    this.#client = client;
+    this.#now = deps.now ?? Date.now;
+  }
+
+  /** Starts the link; never waits for Redis (the pod serves on its own until Redis answers). */
+  static async start(deps: SharedStateDeps): Promise<SharedState> {
+    // node-redis' core client, loaded here only: a pod without redis_url never loads it (test/module-graph.test.ts).
+    const { createClient } = await import('@redis/client');
+    const client = createClient({
+      url: deps.config.url,
+      disableOfflineQueue: true,
+      socket: { connectTimeout: CONNECT_TIMEOUT_MS, reconnectStrategy: (retries: number) => Math.min(50 * 2 ** retries, 1_000) },
+    }) as unknown as Client;
+    const shared = new SharedState(deps, client);
+    shared.#begin();
+    return shared;
+  }
+
+  #begin(): void {
+    const { limits, log } = this.#deps;
+    limits.setMode(LOCAL, 1);
+    this.#aloneFrom = this.#bucket();
+    log.warn({ event: 'shared_state', state: 'degraded', redis: this.#deps.config.shownUrl, reason: 'not reached yet' }, 'shared state: Redis not reached yet; limits per pod (the whole limit) meanwhile');
+    this.#client.on('error', (err) => {
+      // The client reconnects by itself; the error is news only when it changes the state.
+      if (this.state === 'ok') this.#lose(`connection: ${(err as Error).message}`);
+    });
+    this.#client.on('end', () => this.#lose('connection closed'));
+    this.#client.connect().catch((err: unknown) => this.#lose(`connect: ${(err as Error).message}`));
+    this.#timers.push(setInterval(() => this.#tick(), TICK_MS));
+    this.#timers.push(setInterval(() => void this.#ping(), PING_MS));
+    this.#timers.push(setInterval(() => void this.#pollCooldowns(), COOLDOWN_POLL_MS));
+    for (const t of this.#timers) t.unref();
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    for (const t of this.#timers) clearInterval(t);
+    // What this pod holds goes back to the fleet if Redis answers at once; if not, the window forgets it.
+    if (this.state === 'ok') await Promise.race([this.#giveAllBack(), new Promise((resolve) => setTimeout(resolve, COMMAND_TIMEOUT_MS).unref())]);
+    this.#client.destroy();
+  }
+
+  // ── health ──
+
+  async #ping(): Promise<void> {
+    if (this.#pinging || this.#closed) return;
+    this.#pinging = true;
+    const started = performance.now();
+    try {
+      if (!this.#client.isReady) throw new Error('not connected');
+      await this.#client.sendCommand(['PING'], { timeout: COMMAND_TIMEOUT_MS });
+      const ms = performance.now() - started;
+      this.#strikes = ms > SLOW_PING_MS ? this.#strikes + 1 : 0;
+      if (this.#strikes >= STRIKES) this.#lose(`${STRIKES} pings in a row over ${SLOW_PING_MS} ms (last ${Math.round(ms)} ms)`);
+      else if (this.#strikes === 0) {
+        await this.#register();
+        if (this.state !== 'ok') await this.#recover();
+      }
+    } catch (err) {
+      this.#lose(`ping: ${(err as Error).message}`);
+    } finally {
+      this.#pinging = false;
+    }
+  }
+
+  /** This pod is alive; how many are. */
+  async #register(): Promise<void> {
+    const now = this.#now();
+    await this.#client.sendCommand(['ZADD', PODS_KEY, String(now), this.#pod], { timeout: COMMAND_TIMEOUT_MS });
+    await this.#client.sendCommand(['ZREMRANGEBYSCORE', PODS_KEY, '-inf', String(now - POD_TTL_MS)], { timeout: COMMAND_TIMEOUT_MS });
+    this.pods = Math.max(1, Number(await this.#client.sendCommand<number>(['ZCARD', PODS_KEY], { timeout: COMMAND_TIMEOUT_MS })));
+    this.#reached = true;
+  }
+
+  /** Redis answers quickly again: what this pod sent alone joins the fleet's window, and the fleet's budget is drawn again. */
+  async #recover(): Promise<void> {
+    const { limits, log } = this.#deps;
+    const from = this.#aloneFrom;
+    const now = this.#now();
+    const windowMs = this.#windowMs();
+    for (const [id, slot] of this.#limited()) {
+      if (from === null) continue;
+      const args: string[] = [String(this.#bucket(now)), String(WINDOW_BUCKETS)];
+      limits.countsSince(slot, from, now, windowMs, (bucket, requests, tokens) => args.push(String(bucket), String(Math.round(requests)), String(Math.round(tokens))));
+      if (args.length > 2) await this.#eval(SEED, windowKey(id), args, COMMAND_TIMEOUT_MS);
+    }
+    this.#aloneFrom = null;
+    this.#books.clear();
+    for (const [, slot] of this.#limited()) limits.resetCredit(slot);
+    this.#strikes = 0;
+    this.state = 'ok';
+    // The books and overdrafts first, then the mode: no call finds the shared mode before it may go on credit.
+    this.#tick();
+    limits.setMode(SHARED, 1);
+    log.info({ event: 'shared_state', state: 'ok', redis: this.#deps.config.shownUrl, pods: this.pods }, `shared state: Redis reached; limits shared by ${this.pods} pod(s)`);
+  }
+
+  #lose(reason: string): void {
+    if (this.#closed) return;
+    this.#strikes = 0;
+    if (this.state !== 'ok') return;
+    const { limits, log } = this.#deps;
+    const divisor = this.#reached ? this.pods : 1;
+    limits.setMode(LOCAL, divisor);
+    this.#aloneFrom = this.#bucket();
+    this.#books.clear();
+    this.state = 'degraded';
+    log.warn({ event: 'shared_state', state: 'degraded', redis: this.#deps.config.shownUrl, reason, pods: divisor }, `shared state: Redis lost (${reason}); limits per pod at 1/${divisor} of each`);
+  }
+
+  // ── the budget ──
+
+  #tick(): void {
+    if (this.state !== 'ok' || this.#closed) return;
+    try {
+      this.#budget();
+    } catch (err) {
+      // A bug here must not stop the timer: the pods' limits then hold as they are.
+      this.#deps.log.error({ event: 'shared_state_error', err: (err as Error).message }, 'shared state: the budget tick failed');
+    }
+  }
+
+  #budget(): void {
+    const { limits } = this.#deps;
+    const routing = this.#deps.routing();
+    const now = this.#now();
+    const windowMs = routing.router.limitWindowMs;
+    const width = windowMs / BUCKETS;
+    const bucket = Math.floor(now / width);
+    // A reload that dropped a deployment (or its limits): its books go (what it held stays in Redis' window until it ages out).
+    if (this.#books.size > 0) {
+      const kept = new Set(routing.aliases.filter((route) => route.rpm > 0 || route.tpm > 0).map((route) => route.id));
+      for (const id of this.#books.keys()) if (!kept.has(id)) this.#books.delete(id);
+    }
+    routing.aliases.forEach((route, i) => {
+      if (route.rpm === 0 && route.tpm === 0) return;
+      const slot = routing.slots[i] as number;
+      let books = this.#books.get(route.id);
+      if (books === undefined || books.slot !== slot) {
+        limits.resetCredit(slot);
+        books = { slot, requests: new Budget(), tokens: new Budget(), nextDrawAt: 0 };
+        this.#books.set(route.id, books);
+      }
+      const key = windowKey(route.id);
+      limits.drainRefunds(slot, now, windowMs, (b, requests, tokens) => void this.#eval(GIVEBACK, key, [String(b), String(bucket), String(WINDOW_BUCKETS), String(Math.round(requests)), String(Math.round(tokens))], COMMAND_TIMEOUT_MS).catch(() => undefined));
+      books.requests.observe(limits.requestCredit(slot));
+      books.tokens.observe(limits.tokenCredit(slot));
+      this.#expire(route.id, books, now, LOT_TTL_BUCKETS * width, bucket);
+      const requestShare = shareOf(route.rpm, this.pods);
+      const tokenShare = shareOf(route.tpm, this.pods);
+      limits.setOverdraft(slot, route.rpm > 0 ? requestShare.overdraft : 0, route.tpm > 0 ? tokenShare.overdraft : 0);
+      const wantRequests = route.rpm > 0 ? books.requests.want(requestShare.slice) : 0;
+      const wantTokens = route.tpm > 0 ? books.tokens.want(tokenShare.slice) : 0;
+      if ((wantRequests > 0 || wantTokens > 0) && now >= books.nextDrawAt) void this.#draw(route.id, route.rpm, route.tpm, books, wantRequests, wantTokens, bucket, width, now);
+    });
+  }
+
+  async #draw(id: string, rpm: number, tpm: number, books: Books, wantRequests: number, wantTokens: number, bucket: number, width: number, now: number): Promise<void> {
+    books.requests.drawing = true;
+    books.tokens.drawing = true;
+    try {
+      const reply = await this.#eval<[number, number, number]>(DRAW, windowKey(id), [String(bucket), String(WINDOW_BUCKETS), String(wantRequests), String(wantTokens), String(rpm), String(tpm), String(width), String(now)], DRAW_TIMEOUT_MS);
+      const [requests, tokens, wait] = reply.map(Number) as [number, number, number];
+      if (this.#books.get(id) !== books || this.state !== 'ok') return;
+      const spentUntil = wait > 0 ? now + wait : 0;
+      this.#deps.limits.credit(books.slot, requests, tokens, spentUntil);
+      books.requests.granted(bucket, now, requests);
+      books.tokens.granted(bucket, now, tokens);
+      // Short: the fleet's budget is spent; asking again before a bucket turns would only be refused.
+      books.nextDrawAt = wait > 0 ? now + Math.min(wait, width) : 0;
+      if (wait > 0) this.draws.short++;
+      else this.draws.ok++;
+    } catch {
+      // A draw that timed out may have been counted in Redis and never reach us: the fleet loses that slice
+      // until its bucket leaves the window, never more than allowed. The pings decide whether Redis is lost.
+      this.draws.failed++;
+    } finally {
+      books.requests.drawing = false;
+      books.tokens.drawing = false;
+    }
+  }
+
+  /** Lots held too long go back to the fleet, to the bucket each was drawn in. */
+  #expire(id: string, books: Books, now: number, ttl: number, bucket: number): void {
+    const { limits } = this.#deps;
+    const requests = books.requests.expired(now, ttl);
+    const tokens = books.tokens.expired(now, ttl);
+    if (requests.length === 0 && tokens.length === 0) return;
+    const out = { requests: 0, tokens: 0 };
+    const give = (b: number, r: number, t: number) => {
+      if (r > 0 || t > 0) void this.#eval(GIVEBACK, windowKey(id), [String(b), String(bucket), String(WINDOW_BUCKETS), String(r), String(t)], COMMAND_TIMEOUT_MS).catch(() => undefined);
+    };
+    for (const lot of requests) {
+      limits.reclaim(books.slot, lot.remaining, 0, out);
+      books.requests.returned(lot, out.requests);
+      give(lot.bucket, out.requests, 0);
+    }
+    for (const lot of tokens) {
+      limits.reclaim(books.slot, 0, lot.remaining, out);
+      books.tokens.returned(lot, out.tokens);
+      give(lot.bucket, 0, out.tokens);
+    }
+  }
+
+  async #giveAllBack(): Promise<void> {
+    const now = this.#now();
+    const bucket = this.#bucket(now);
+    for (const [id, books] of this.#books) {
+      books.requests.observe(this.#deps.limits.requestCredit(books.slot));
+      books.tokens.observe(this.#deps.limits.tokenCredit(books.slot));
+      this.#expire(id, books, Infinity, 0, bucket);
+    }
+  }
+
+  // ── cooldowns ──
+
+  /** Writes this pod's new cooldowns and back-offs, then reads everyone's into the shared deployment state. */
+  async #pollCooldowns(): Promise<void> {
+    if (this.state !== 'ok' || this.#polling || this.#closed) return;
+    this.#polling = true;
+    try {
+      const { states } = this.#deps;
+      const routing = this.#deps.routing();
+      const now = this.#now();
+      const lone = new Set<number>();
+      for (const group of groupsOf(routing).values()) if (group.lone) lone.add(group.slots[0] as number);
+      const bySlot = new Map<string, number>();
+      routing.aliases.forEach((route, i) => bySlot.set(route.id, routing.slots[i] as number));
+      for (const [id, slot] of bySlot) {
+        const cooldown = Math.floor(states.cooldownUntil(slot));
+        const backoff = Math.floor(states.backoffUntil(slot));
+        if (cooldown <= now && backoff <= now) continue;
+        const mine = `${cooldown}:${backoff}:${states.backoffStatus(slot)}`;
+        if (this.#published.get(id) === mine) continue;
+        this.#published.set(id, mine);
+        await this.#eval(COOL, COOLDOWNS_KEY, [id, String(cooldown), String(backoff), String(states.backoffStatus(slot)), String(now)], COMMAND_TIMEOUT_MS);
+      }
+      const all = await this.#client.sendCommand<string[] | Record<string, string>>(['HGETALL', COOLDOWNS_KEY], { timeout: COMMAND_TIMEOUT_MS });
+      const entries = Array.isArray(all) ? pairs(all) : Object.entries(all);
+      for (const [id, value] of entries) {
+        const slot = bySlot.get(id);
+        const m = /^(\d+):(\d+):(\d+)$/.exec(value);
+        if (slot === undefined || m === null) continue;
+        const [cooldown, backoff, status] = [Number(m[1]), Number(m[2]), Number(m[3])];
+        // A lone deployment is never cooled (CONTRACT.md); its provider's back-off holds it all the same.
+        if (cooldown > now && !lone.has(slot) && cooldown > states.cooldownUntil(slot)) states.coolUntil(slot, cooldown);
+        if (backoff > now && backoff > states.backoffUntil(slot)) states.backOff(slot, backoff, status);
+        this.#published.set(id, `${Math.floor(states.cooldownUntil(slot))}:${Math.floor(states.backoffUntil(slot))}:${states.backoffStatus(slot)}`);
+      }
+    } catch {
+      // The pings judge Redis; a missed poll is made up by the next.
+    } finally {
+      this.#polling = false;
+    }
+  }
+
+  // ── Redis ──
+
+  /** One script by its SHA (EVALSHA); loaded on the first NOSCRIPT (a fresh or restarted Redis). */
+  async #eval<T>(script: string, key: string, args: readonly string[], timeout: number, loaded = false): Promise<T> {
+    let sha = this.#shas.get(script);
+    if (sha === undefined) {
+      sha = await this.#client.sendCommand<string>(['SCRIPT', 'LOAD', script], { timeout });
+      this.#shas.set(script, sha);
+    }
+    try {
+      return await this.#client.sendCommand<T>(['EVALSHA', sha, '1', key, ...args], { timeout });
+    } catch (err) {
+      if (loaded || !String((err as Error).message).startsWith('NOSCRIPT')) throw err;
+      this.#shas.delete(script);
+      return this.#eval(script, key, args, timeout, true);
+    }
+  }
+
+  /** Deployment ids with rpm or tpm, and their slots. */
+  #limited(): Array<[string, number]> {
+    const routing = this.#deps.routing();
+    const out: Array<[string, number]> = [];
+    routing.aliases.forEach((route, i) => {
+      if (route.rpm > 0 || route.tpm > 0) out.push([route.id, routing.slots[i] as number]);
+    });
+    return out;
+  }
+
+  #windowMs(): number {
+    return this.#deps.routing().router.limitWindowMs;
+  }
+
+  #bucket(now = this.#now()): number {
+    return Math.floor(now / (this.#windowMs() / BUCKETS));
+  }
+}
+
+function pairs(flat: readonly string[]): Array<[string, string]> {
+  const out: Array<[string, string]> = [];
+  for (let i = 0; i + 1 < flat.length; i += 2) out.push([flat[i] as string, flat[i + 1] as string]);
+  return out;
+}
