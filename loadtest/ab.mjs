@@ -10,7 +10,8 @@
 //              { "name": "flags", "flags": ["--single-threaded-gc"] } (default: npm start's, start-args.mjs), { "name": "direct", "direct": true },
 //              { "name": "2 workers on 2 CPUs", "workers": "2", "cpus": "0,1" } (default CPU 1; the load shares CPU 0)]
 //   ("cwd": another checkout, built, e.g. `git worktree add /tmp/before HEAD~1` + node_modules link + tsc)
-// Env: AB_ROUTE chat | stream | paced | embeddings (default chat), AB_CONNECTIONS (64), AB_ROUNDS (8), AB_SECONDS (2).
+// Env: AB_ROUTE chat | stream | paced | embeddings | messages | messages-stream (POST /v1/messages passed through to the
+// Anthropic fake) | messages-translated | messages-translated-stream (to the OpenAI fake, through chat) (default chat), AB_CONNECTIONS (64), AB_ROUNDS (8), AB_SECONDS (2).
 import { spawn, execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -61,7 +62,7 @@ const cpuMs = (pid) => {
 const upstream = await start(0, (port) => ['loadtest/upstream.mjs', String(port)], {}, root, '/v1/models');
 const config = join(mkdtempSync(join(tmpdir(), 'switchyard-ab-')), 'ab.yaml');
 const base = `http://127.0.0.1:${upstream.port}/v1`;
-writeFileSync(config, `model_list:\n  - model_name: bench-chat\n    params: { model: openai/bench-model, api_base: ${base}, api_key: k }\n  - model_name: bench-embed\n    params: { model: openai/bench-embed, api_base: ${base}, api_key: k }\n  - model_name: bench-paced\n    params: { model: openai/bench-model, api_base: http://127.0.0.1:${upstream.port}/paced/v1, api_key: k }\n`);
+writeFileSync(config, `model_list:\n  - model_name: bench-chat\n    params: { model: openai/bench-model, api_base: ${base}, api_key: k }\n  - model_name: bench-embed\n    params: { model: openai/bench-embed, api_base: ${base}, api_key: k }\n  - model_name: bench-paced\n    params: { model: openai/bench-model, api_base: http://127.0.0.1:${upstream.port}/paced/v1, api_key: k }\n  - model_name: bench-claude\n    params: { model: anthropic/bench-model, api_base: http://127.0.0.1:${upstream.port}/anthropic, api_key: k }\n`);
 const gateways = [];
 for (const v of variants) {
   if (v.direct) {
@@ -83,11 +84,21 @@ const load = {
   // The 20 chunks written one per turn of the upstream's event loop, as a provider sends tokens (the bench's bench-paced).
   paced: { path: '/v1/chat/completions', body: JSON.stringify({ ...chat, model: 'bench-paced', stream: true }) },
   embeddings: { path: '/v1/embeddings', body: JSON.stringify({ model: 'bench-embed', input: Array.from({ length: 16 }, (_, i) => `input ${i}`) }) },
+  // The bench's Messages scenarios (bench.mjs, MESSAGES_SCENARIOS).
+  messages: messagesLoad('bench-claude', false),
+  'messages-stream': messagesLoad('bench-claude', true),
+  'messages-translated': messagesLoad('bench-chat', false),
+  'messages-translated-stream': messagesLoad('bench-chat', true),
 }[route];
+if (load === undefined) throw new Error(`AB_ROUTE=${route}: no such route`);
+function messagesLoad(model, stream) {
+  const body = { model, max_tokens: 256, ...(stream ? { stream: true } : {}), messages: [{ role: 'user', content: stream ? 'Stream twenty chunks.' : 'Say hello to the benchmark.' }] };
+  return { path: '/v1/messages', body: JSON.stringify(body), headers: { 'anthropic-version': '2023-06-01' } };
+}
 for (let r = 0; r < rounds; r++) {
   for (const g of gateways) {
     const before = cpuMs(g.child.pid);
-    const res = await run({ url: `http://127.0.0.1:${g.port}`, ...load, headers: { authorization: 'Bearer ab-key' }, connections, durationMs: seconds * 1000, warmupMs: 300 });
+    const res = await run({ url: `http://127.0.0.1:${g.port}`, ...load, headers: { authorization: 'Bearer ab-key', ...load.headers }, connections, durationMs: seconds * 1000, warmupMs: 300 });
     g.rps.push(res.rps);
     g.cpu.push(((cpuMs(g.child.pid) - before) * 1000) / res.total);
     g.p50.push(res.p50 * 1000);

@@ -33,6 +33,7 @@ import type { Usage } from '../../../protocol/frames.js';
 import { errorEvent, errorTypeOf, PING_EVENT, statusOfCode } from '../../../protocol/anthropic-errors.js';
 import { messageIdOf, toAnthropicToolId, type IdSource } from './ids.js';
 import { reasoningOf, stopOf, usageOf, type MessageUsage } from './reply.js';
+import { TextDeltas } from './text-delta.js';
 
 type Json = Record<string, unknown>;
 
@@ -63,6 +64,7 @@ interface Block {
 
 export class MessagesEventStream {
   readonly #options: StreamOptions;
+  readonly #textDeltas = new TextDeltas();
   #out = '';
   #started = false;
   #finished = false;
@@ -113,6 +115,12 @@ export class MessagesEventStream {
     if (this.#finished) return '';
     if (data === '[DONE]') {
       this.#stop();
+      return this.#take();
+    }
+    // Most chunks after the first are a text delta alone: read in place (text-delta.ts), not parsed.
+    const text = this.#started ? this.#textDeltas.read(data) : null;
+    if (text !== null) {
+      if (text.length > 0) this.#textDelta(text);
       return this.#take();
     }
     let parsed: unknown;
@@ -209,6 +217,13 @@ export class MessagesEventStream {
     if (this.#open?.kind !== kind) this.#openBlock(kind, kind === 'text' ? { type: 'text', text: '' } : { type: 'thinking', thinking: '', signature: '' }, null);
     this.#content = true;
     this.#emit('content_block_delta', { index: (this.#open as Block).index, delta });
+  }
+
+  /** A text delta whose text is already JSON (a string as JSON.stringify writes it): #delta's event, written around it. */
+  #textDelta(json: string): void {
+    if (this.#open?.kind !== 'text') this.#openBlock('text', { type: 'text', text: '' }, null);
+    this.#content = true;
+    this.#out += `event: content_block_delta\ndata: {"type":"content_block_delta","index":${(this.#open as Block).index},"delta":{"type":"text_delta","text":${json}}}\n\n`;
   }
 
   #toolCall(delta: Json): void {

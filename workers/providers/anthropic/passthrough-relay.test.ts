@@ -39,6 +39,23 @@ describe('the anthropic passthrough relay: Anthropic events as their bytes', () 
     }
   });
 
+  it("the usage is the message's and the delta's own, read from its object alone: a usage elsewhere, nested objects, spaces, strings with quotes and braces", () => {
+    const start = 'event: message_start\ndata: {"type": "message_start", "other": {"usage": {"input_tokens": 1000}}, "message": {"id": "msg_1", "content": [], "model": "a \\"usage\\": {} }", "usage": {"input_tokens": 9, "cache_creation_input_tokens": 2, "cache_creation": {"ephemeral_5m_input_tokens": 2}, "output_tokens": 1}}}\n\n';
+    const end = event('message_delta', { delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 7, server_tool_use: { web_search_requests: 1 } } }) + event('message_stop', {});
+    const { sent, relay } = relayed(Buffer.from(start + BLOCK + delta('a') + end), 1 << 20);
+    expect(sent).toBe(start + BLOCK + delta('a') + end);
+    expect(relay.usage()).toEqual({ prompt: 11, completion: 7 });
+  });
+
+  it('a message_start whose message has no usage object leaves the count to the message_delta; one not JSON counts nothing', () => {
+    const noUsage = event('message_start', { message: { id: 'msg_1', content: [], usage: null } });
+    expect(relayed(Buffer.from(noUsage + BLOCK + delta('a') + TAIL), 1 << 20).relay.usage()).toEqual({ prompt: 0, completion: 20 });
+    const broken = 'event: message_start\ndata: {"type":"message_start","message":{"usage":{"input_tokens":9,}}}\n\n';
+    const { sent, relay } = relayed(Buffer.from(broken + BLOCK + delta('a') + TAIL), 1 << 20);
+    expect(sent).toBe(broken + BLOCK + delta('a') + TAIL);
+    expect(relay.usage()).toEqual({ prompt: 0, completion: 20 });
+  });
+
   it('only whole events go on: a read that ends inside an event holds that event back', () => {
     const relay = new MessagesPassthroughRelay(1 << 20);
     const cut = START.length + 10;

@@ -144,10 +144,105 @@ export class MessagesPassthroughRelay implements StreamRelay {
     const dataEnd = indexOfByte(bytes, LF, dataStart);
     if (bytes[dataEnd + 1] !== LF) return -1;
     const type = nameAt(bytes, nameStart, nameEnd);
-    this.#events.note(type, this.#events.readsData(type) ? utf8Text(bytes, dataStart, dataEnd) : null);
+    const usage = type === 'message_start' ? usageOf(bytes, dataStart, dataEnd, true) : type === 'message_delta' ? usageOf(bytes, dataStart, dataEnd, false) : NOT_READ;
+    if (usage !== NOT_READ) this.#events.count(usage);
+    // The whole data where this could not read the usage on its own (note() parses it), or where note() needs it.
+    this.#events.note(type, usage === UNREAD || this.#events.readsData(type) ? utf8Text(bytes, dataStart, dataEnd) : null);
     return dataEnd + 2;
   }
 }
+
+/** usageOf's answers besides the usage: the event is not one that carries usage; its usage was not read (the whole event is parsed instead). */
+const NOT_READ = Symbol('not read');
+const UNREAD = Symbol('unread');
+const MESSAGE_KEY = ascii('message');
+const USAGE_KEY = ascii('usage');
+
+/**
+ * The `usage` object of a message_start's `message` (`inMessage`) or of a message_delta, read
+ * without parsing the rest of the event (a message_start is mostly the message's fields): the
+ * object's text alone is parsed. UNREAD for an event of any other shape, which note() parses whole.
+ */
+function usageOf(bytes: Uint8Array, start: number, end: number, inMessage: boolean): unknown {
+  let at = skipSpace(bytes, start, end);
+  if (inMessage) at = memberValue(bytes, at, end, MESSAGE_KEY);
+  if (at !== -1) at = memberValue(bytes, at, end, USAGE_KEY);
+  const close = at === -1 ? -1 : valueEnd(bytes, at, end);
+  if (close === -1) return UNREAD;
+  try {
+    return JSON.parse(utf8Text(bytes, at, close)) as unknown;
+  } catch {
+    return UNREAD;
+  }
+}
+
+/** Where the value of `key` starts in the JSON object at `at` (its `{`), or -1: not an object, no such key, or text that is not JSON. */
+function memberValue(bytes: Uint8Array, at: number, end: number, key: readonly number[]): number {
+  if (bytes[at] !== OPEN_OBJECT) return -1;
+  for (at = skipSpace(bytes, at + 1, end); bytes[at] === QUOTE; ) {
+    const keyEnd = stringEnd(bytes, at, end);
+    if (keyEnd === -1) return -1;
+    let value = skipSpace(bytes, keyEnd + 1, end);
+    if (bytes[value] !== COLON) return -1;
+    value = skipSpace(bytes, value + 1, end);
+    if (keyEnd - at - 1 === key.length && bytesAt(bytes, at + 1, key)) return value;
+    const after = valueEnd(bytes, value, end);
+    if (after === -1) return -1;
+    at = skipSpace(bytes, after, end);
+    if (bytes[at] !== COMMA) return -1;
+    at = skipSpace(bytes, at + 1, end);
+  }
+  return -1;
+}
+
+/** Just past the JSON value at `at` (a string, an object or a list whole, or a scalar's text), or -1 when it does not end before `end`. */
+function valueEnd(bytes: Uint8Array, at: number, end: number): number {
+  const first = bytes[at];
+  if (first === QUOTE) {
+    const close = stringEnd(bytes, at, end);
+    return close === -1 ? -1 : close + 1;
+  }
+  if (first === OPEN_OBJECT || first === OPEN_LIST) {
+    let depth = 0;
+    for (let i = at; i < end; i++) {
+      const b = bytes[i];
+      if (b === QUOTE) {
+        i = stringEnd(bytes, i, end);
+        if (i === -1) return -1;
+      } else if (b === OPEN_OBJECT || b === OPEN_LIST) depth++;
+      else if ((b === CLOSE_OBJECT || b === CLOSE_LIST) && --depth === 0) return i + 1;
+    }
+    return -1;
+  }
+  let i = at;
+  while (i < end && bytes[i] !== COMMA && bytes[i] !== CLOSE_OBJECT && bytes[i] !== CLOSE_LIST && bytes[i] !== SPACE) i++;
+  return i === at ? -1 : i;
+}
+
+/** The closing quote of the string whose opening quote is at `at`, or -1. */
+function stringEnd(bytes: Uint8Array, at: number, end: number): number {
+  for (let i = at + 1; i < end; i++) {
+    if (bytes[i] === BACKSLASH) i++;
+    else if (bytes[i] === QUOTE) return i;
+  }
+  return -1;
+}
+
+function skipSpace(bytes: Uint8Array, at: number, end: number): number {
+  while (at < end && (bytes[at] === SPACE || bytes[at] === TAB)) at++;
+  return at;
+}
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const COLON = 0x3a;
+const COMMA = 0x2c;
+const SPACE = 0x20;
+const TAB = 0x09;
+const OPEN_OBJECT = 0x7b;
+const CLOSE_OBJECT = 0x7d;
+const OPEN_LIST = 0x5b;
+const CLOSE_LIST = 0x5d;
 
 /** The end of the last whole event (just past its blank line), 0 when there is none. */
 function wholeEventsEnd(bytes: Uint8Array): number {
