@@ -133,4 +133,28 @@ describe('a chat chunk read in place: a text delta of choice 0 alone', () => {
     expect(deltas.read(chunk('d"', { id: 'other' }))).toBe('"d\\""');
     expect(deltas.read(chunk('e', { id: 'other' }).replace('"e"', '"e\\u00"'))).toBeNull();
   });
+
+  it("OpenAI's chunks, whose obfuscation padding differs in each: the text read as the parse finds it, whatever is put in the content and the padding (fast-check)", () => {
+    const openai = (content: string, padding: string): string =>
+      `{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-4o","service_tier":"default","system_fingerprint":"fp_1","choices":[{"index":0,"delta":{"content":"${content}"},"logprobs":null,"finish_reason":null}],"usage":null,"obfuscation":"${padding}"}`;
+    const body = fc.oneof(anyText.map((t) => JSON.stringify(t).slice(1, -1)), fc.string({ unit: fc.constantFrom('"', '\\', 'u', '0', 'a', '\n', '}', ',') }));
+    fc.assert(
+      fc.property(fc.array(fc.tuple(body, body), { minLength: 1, maxLength: 8 }), (parts) => {
+        const deltas = new TextDeltas();
+        deltas.read(openai('Hello', 'x1'));
+        for (const [content, padding] of parts) {
+          const data = openai(content, padding);
+          const read = deltas.read(data);
+          const parsed = parsedTextDelta(data);
+          if (read !== null || parsed !== null) expect(read).toBe(parsed);
+        }
+      }),
+      { numRuns: 1000 },
+    );
+    const deltas = new TextDeltas();
+    expect(deltas.read(openai('Hello', 'x1'))).toBe('"Hello"');
+    expect(deltas.read(openai(' wor\\"ld', 'Qz9'))).toBe('" wor\\"ld"');
+    expect(deltas.read(openai('!', ''))).toBe('"!"');
+    expect(deltas.read(openai('a', 'b","error":{"message":"x"},"c":"d'))).toBeNull();
+  });
 });

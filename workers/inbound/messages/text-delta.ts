@@ -42,32 +42,57 @@ let contentStart = -1;
 let contentEnd = -1;
 let contentPlain = true;
 
+/** The last string value of the chunk's own keys (id, model, OpenAI's obfuscation…) after the content: its quotes' offsets, or -1. */
+let tailStart = -1;
+let tailEnd = -1;
+
 /**
  * plainTextDelta for the chunks of one stream, which an upstream writes alike but for their text
  * (the same id, model and keys in the same order): once a chunk was read, a chunk with the same
- * text before and after its content string is the same JSON with another string there, so only
- * that string is checked.
+ * text around its content string is the same JSON with another string there, so only that string
+ * is checked. One more string may differ from chunk to chunk, the chunk's own last string value
+ * after the content: OpenAI's `obfuscation`, a random padding in every chunk.
  */
 export class TextDeltas {
-  /** The last chunk read, up to its content's opening quote and from its closing quote; '' before one. */
+  /** The last chunk read, up to its content's opening quote; '' before one. */
   #before = '';
-  #after = '';
+  /** From the content's closing quote: to the padding's opening quote when it has one (then `#end` from its closing quote), else to the end. */
+  #middle = '';
+  #end: string | null = null;
 
   read(data: string): string | null {
-    const before = this.#before;
-    const after = this.#after;
-    const close = data.length - after.length;
-    // substring and ===, not startsWith: V8 (Node 20) took 1.1 µs for startsWith and endsWith of a chunk's length, and 0.2 µs so.
-    if (before.length > 0 && close >= before.length && data.substring(0, before.length) === before && data.substring(close) === after) {
-      // The content's quotes are the template's own: `before` ends with one, `after` starts with one.
-      if (stringEnd(data, before.length - 1) === close) return close === before.length ? '' : written(data.slice(before.length - 1, close + 1), !escaped);
-    }
-    const text = plainTextDelta(data);
-    if (text !== null && contentStart !== -1) {
+    const text = this.#templated(data);
+    if (text !== null) return text;
+    const read = plainTextDelta(data);
+    if (read !== null && contentStart !== -1) {
       this.#before = data.slice(0, contentStart + 1);
-      this.#after = data.slice(contentEnd);
+      const padded = tailStart > contentEnd;
+      this.#middle = data.slice(contentEnd, padded ? tailStart + 1 : data.length);
+      this.#end = padded ? data.slice(tailEnd) : null;
     }
-    return text;
+    return read;
+  }
+
+  /** The chunk's text when it is the last one's but for its strings (the content and the padding), else null. */
+  #templated(data: string): string | null {
+    const before = this.#before;
+    const middle = this.#middle;
+    const end = this.#end;
+    // substring and ===, not startsWith: V8 (Node 20) took 1.1 µs for startsWith and endsWith of a chunk's length, and 0.2 µs so.
+    if (before.length === 0 || data.substring(0, before.length) !== before) return null;
+    // The template's own quotes: `before` ends with the content's opening one, `middle` starts with its closing one.
+    const close = stringEnd(data, before.length - 1);
+    if (close === -1) return null;
+    const plain = !escaped;
+    const afterContent = close + middle.length;
+    if (end === null) {
+      if (afterContent !== data.length || data.substring(close) !== middle) return null;
+    } else {
+      if (data.substring(close, afterContent) !== middle) return null;
+      const padding = stringEnd(data, afterContent - 1);
+      if (padding === -1 || padding + end.length !== data.length || data.substring(padding) !== end) return null;
+    }
+    return close === before.length ? '' : written(data.slice(before.length - 1, close + 1), plain);
   }
 }
 
@@ -81,6 +106,7 @@ const written = (token: string, plain: boolean): string => (plain ? token : JSON
  */
 export function plainTextDelta(data: string): string | null {
   contentStart = -1;
+  tailStart = -1;
   const end = objectEnd(data, space(data, 0), TOP_KEYS, topValue);
   if (end === -1 || space(data, end) !== data.length) return null;
   if (contentStart === -1 || contentEnd === contentStart + 1) return '';
@@ -142,8 +168,14 @@ function objectEnd(data: string, at: number, keys: readonly string[], read: Valu
     at = space(data, keyEnd + 1);
     if (data.charCodeAt(at) !== COLON) return -1;
     at = space(data, at + 1);
-    if (key === -1) at = valueEnd(data, at, depth);
-    else {
+    if (key === -1) {
+      const value = at;
+      at = valueEnd(data, at, depth);
+      if (depth === 1 && at !== -1 && data.charCodeAt(value) === QUOTE) {
+        tailStart = value;
+        tailEnd = at - 1;
+      }
+    } else {
       // The parse keeps a repeated key's last value.
       if ((seen & (1 << key)) !== 0) return -1;
       seen |= 1 << key;
