@@ -8,7 +8,8 @@
 //              { "name": "inline", "workers": "0" }, { "name": "no access log", "env": { "LOG_LEVEL": "warn" } },
 //              { "name": "access log to a pipe this process drains", "stdout": "pipe" },
 //              { "name": "flags", "flags": ["--single-threaded-gc"] } (default: npm start's, start-args.mjs), { "name": "direct", "direct": true },
-//              { "name": "2 workers on 2 CPUs", "workers": "2", "cpus": "0,1" } (default CPU 1; the load shares CPU 0)]
+//              { "name": "2 workers on 2 CPUs", "workers": "2", "cpus": "0,1" } (default CPU 1; the load shares CPU 0),
+//              { "name": "translated", "route": "messages-translated-stream" } (this variant's own AB_ROUTE)]
 //   ("cwd": another checkout, built, e.g. `git worktree add /tmp/before HEAD~1` + node_modules link + tsc)
 // Env: AB_ROUTE chat | stream | paced | embeddings | messages | messages-stream (POST /v1/messages passed through to the
 // Anthropic fake) | messages-translated | messages-translated-stream (to the OpenAI fake, through chat) (default chat), AB_CONNECTIONS (64), AB_ROUNDS (8), AB_SECONDS (2).
@@ -78,7 +79,7 @@ for (const v of variants) {
   gateways.push({ v, ...g, rps: [], cpu: [], p50: [], p99: [] });
 }
 const chat = { model: 'bench-chat', messages: [{ role: 'user', content: 'Say hello to the benchmark.' }] };
-const load = {
+const loads = {
   chat: { path: '/v1/chat/completions', body: JSON.stringify(chat) },
   stream: { path: '/v1/chat/completions', body: JSON.stringify({ ...chat, stream: true }) },
   // The 20 chunks written one per turn of the upstream's event loop, as a provider sends tokens (the bench's bench-paced).
@@ -89,8 +90,14 @@ const load = {
   'messages-stream': messagesLoad('bench-claude', true),
   'messages-translated': messagesLoad('bench-chat', false),
   'messages-translated-stream': messagesLoad('bench-chat', true),
-}[route];
-if (load === undefined) throw new Error(`AB_ROUTE=${route}: no such route`);
+};
+/** A variant's load: its own "route" (two routes of one build compared round by round), else AB_ROUTE's. */
+const loadOf = (v) => {
+  const load = loads[v.route ?? route];
+  if (load === undefined) throw new Error(`route ${v.route ?? route}: no such route`);
+  return load;
+};
+for (const v of variants) loadOf(v);
 function messagesLoad(model, stream) {
   const body = { model, max_tokens: 256, ...(stream ? { stream: true } : {}), messages: [{ role: 'user', content: stream ? 'Stream twenty chunks.' : 'Say hello to the benchmark.' }] };
   return { path: '/v1/messages', body: JSON.stringify(body), headers: { 'anthropic-version': '2023-06-01' } };
@@ -98,6 +105,7 @@ function messagesLoad(model, stream) {
 for (let r = 0; r < rounds; r++) {
   for (const g of gateways) {
     const before = cpuMs(g.child.pid);
+    const load = loadOf(g.v);
     const res = await run({ url: `http://127.0.0.1:${g.port}`, ...load, headers: { authorization: 'Bearer ab-key', ...load.headers }, connections, durationMs: seconds * 1000, warmupMs: 300 });
     g.rps.push(res.rps);
     g.cpu.push(((cpuMs(g.child.pid) - before) * 1000) / res.total);

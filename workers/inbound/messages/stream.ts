@@ -117,8 +117,14 @@ export class MessagesEventStream {
       this.#stop();
       return this.#take();
     }
-    // Most chunks after the first are a text delta alone: read in place (text-delta.ts), not parsed.
-    const text = this.#started ? this.#textDeltas.read(data) : null;
+    // Most chunks are a text delta alone (the first one also names the message): read in place (text-delta.ts), not parsed.
+    let text: string | null;
+    if (this.#started) text = this.#textDeltas.read(data);
+    else {
+      const first = this.#textDeltas.first(data);
+      if (first !== null) this.#start({ id: first.id, model: first.model });
+      text = first?.text ?? null;
+    }
     if (text !== null) {
       if (text.length > 0) this.#textDelta(text);
       return this.#take();

@@ -157,4 +157,20 @@ describe('a chat chunk read in place: a text delta of choice 0 alone', () => {
     expect(deltas.read(openai('!', ''))).toBe('"!"');
     expect(deltas.read(openai('a', 'b","error":{"message":"x"},"c":"d'))).toBeNull();
   });
+
+  it("a stream's first chunk: its text, id and model as the parse finds them (fast-check), undefined where it has none; an id that is not a string is parsed", () => {
+    fc.assert(
+      fc.property(written, (data) => {
+        const first = new TextDeltas().first(data);
+        if (first === null) return;
+        const parsed = JSON.parse(data) as Json;
+        expect(first.text).toBe(parsedTextDelta(data));
+        expect(first.id).toBe(parsed.id);
+        expect(first.model).toBe(parsed.model);
+      }),
+      { numRuns: 1000 },
+    );
+    expect(new TextDeltas().first('{"id":"a\\u00e9\\"","choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}')).toEqual({ text: '', id: 'aé"', model: undefined });
+    expect(new TextDeltas().first('{"id":7,"choices":[]}')).toBeNull();
+  });
 });

@@ -31,7 +31,7 @@ const DOT = 0x2e;
 const MAX_DEPTH = 32;
 
 /** A key of a chunk that matters here, by where it is. */
-const TOP_KEYS = ['choices', 'usage', 'error'] as const;
+const TOP_KEYS = ['choices', 'usage', 'error', 'id', 'model'] as const;
 const CHOICE_KEYS = ['index', 'delta', 'finish_reason'] as const;
 const DELTA_KEYS = ['content', 'refusal', 'reasoning_content', 'reasoning', 'tool_calls'] as const;
 
@@ -41,6 +41,10 @@ let escaped = false;
 let contentStart = -1;
 let contentEnd = -1;
 let contentPlain = true;
+
+/** The chunk's `id` and `model`, when they are strings (undefined when it has none). */
+let chunkId: string | undefined;
+let chunkModel: string | undefined;
 
 /** The last string value of the chunk's own keys (id, model, OpenAI's obfuscation…) after the content: its quotes' offsets, or -1. */
 let tailStart = -1;
@@ -62,7 +66,19 @@ export class TextDeltas {
 
   read(data: string): string | null {
     const text = this.#templated(data);
-    if (text !== null) return text;
+    return text !== null ? text : this.#scanned(data);
+  }
+
+  /**
+   * A stream's first chunk (no template yet), which names the message: its text as read() gives it,
+   * with its `id` and `model` (undefined where it has none), or null for a chunk of another shape.
+   */
+  first(data: string): { readonly text: string; readonly id: string | undefined; readonly model: string | undefined } | null {
+    const text = this.#scanned(data);
+    return text === null ? null : { text, id: chunkId, model: chunkModel };
+  }
+
+  #scanned(data: string): string | null {
     const read = plainTextDelta(data);
     if (read !== null && contentStart !== -1) {
       this.#before = data.slice(0, contentStart + 1);
@@ -107,6 +123,8 @@ const written = (token: string, plain: boolean): string => (plain ? token : JSON
 export function plainTextDelta(data: string): string | null {
   contentStart = -1;
   tailStart = -1;
+  chunkId = undefined;
+  chunkModel = undefined;
   const end = objectEnd(data, space(data, 0), TOP_KEYS, topValue);
   if (end === -1 || space(data, end) !== data.length) return null;
   if (contentStart === -1 || contentEnd === contentStart + 1) return '';
@@ -119,7 +137,15 @@ type ValueReader = (data: string, at: number, key: number, depth: number) => num
 const topValue: ValueReader = (data, at, key) => {
   if (key === 0) return listOfOneChoice(data, at);
   // usage: only null here (a usage chunk is parsed); error: any.
-  return key === 1 ? literalEnd(data, at, 'null') : -1;
+  if (key === 1) return literalEnd(data, at, 'null');
+  if (key === 2) return -1;
+  // id and model: strings (what the first chunk's message_start takes); anything else is parsed.
+  const close = data.charCodeAt(at) === QUOTE ? stringEnd(data, at) : -1;
+  if (close === -1) return -1;
+  const value = escaped ? (JSON.parse(data.slice(at, close + 1)) as string) : data.slice(at + 1, close);
+  if (key === 3) chunkId = value;
+  else chunkModel = value;
+  return close + 1;
 };
 
 const choiceValue: ValueReader = (data, at, key, depth) => {
