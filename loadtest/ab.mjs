@@ -68,7 +68,7 @@ const gateways = [];
 for (const v of variants) {
   if (v.direct) {
     // The fake upstream itself (it ignores the key and answers any model): the baseline for added latency.
-    gateways.push({ v, child: upstream.child, port: upstream.port, rps: [], cpu: [], p50: [], p99: [] });
+    gateways.push({ v, child: upstream.child, port: upstream.port, rps: [], cpu: [], p50: [], p99: [], errors: 0 });
     continue;
   }
   const env = { GATEWAY_CONFIG: config, GATEWAY_API_KEY: 'ab-key', HOST: '127.0.0.1', GATEWAY_WORKERS: v.workers ?? '1', LOG_LEVEL: 'info', ...(v.env ?? {}) };
@@ -76,7 +76,7 @@ for (const v of variants) {
   // A checkout from before the front was bundled (tools/bundle.mjs) has only tsc's entry.
   const main = existsSync(join(cwd, 'dist/server.js')) ? 'dist/server.js' : 'dist/src/main.js';
   const g = await start(v.cpus ?? 1, () => [...(v.flags ?? START_FLAGS), main], env, cwd, '/ready', v.stdout);
-  gateways.push({ v, ...g, rps: [], cpu: [], p50: [], p99: [] });
+  gateways.push({ v, ...g, rps: [], cpu: [], p50: [], p99: [], errors: 0 });
 }
 const chat = { model: 'bench-chat', messages: [{ role: 'user', content: 'Say hello to the benchmark.' }] };
 const loads = {
@@ -111,12 +111,13 @@ for (let r = 0; r < rounds; r++) {
     g.cpu.push(((cpuMs(g.child.pid) - before) * 1000) / res.total);
     g.p50.push(res.p50 * 1000);
     g.p99.push(res.p99 * 1000);
+    g.errors += res.errors;
   }
 }
 const kept = (a) => a.slice(1).sort((x, y) => x - y);
 const median = (a) => kept(a)[Math.floor(kept(a).length / 2)];
 console.log(`${route} at concurrency ${connections}, ${rounds - 1} rounds of ${seconds} s kept (median, best; peak RSS over all rounds):`);
 for (const g of gateways) {
-  console.log(`${g.v.name.padEnd(24)} ${median(g.rps).toFixed(0).padStart(6)} req/s (best ${Math.max(...kept(g.rps)).toFixed(0)})  CPU ${median(g.cpu).toFixed(0)} µs/req (best ${Math.min(...kept(g.cpu)).toFixed(0)})  p50 ${median(g.p50).toFixed(0)} µs  p99 ${median(g.p99).toFixed(0)} µs  peak ${peakMb(g.child.pid).toFixed(0)} MB`);
+  console.log(`${g.v.name.padEnd(24)} ${median(g.rps).toFixed(0).padStart(6)} req/s (best ${Math.max(...kept(g.rps)).toFixed(0)})  CPU ${median(g.cpu).toFixed(0)} µs/req (best ${Math.min(...kept(g.cpu)).toFixed(0)})  p50 ${median(g.p50).toFixed(0)} µs  p99 ${median(g.p99).toFixed(0)} µs  peak ${peakMb(g.child.pid).toFixed(0)} MB${g.errors > 0 ? `  errors ${g.errors}` : ''}`);
 }
 process.exit(0);
