@@ -117,9 +117,24 @@ describe('the anthropic passthrough relay: Anthropic events as their bytes', () 
     expect(Buffer.from(sent).includes(0xff)).toBe(false);
   });
 
+  it('an event over many reads goes on whole once a read ends it; a CRLF stream that starts inside a carried event is parsed', () => {
+    const big = delta('x'.repeat(5000));
+    const bytes = Buffer.from(START + big + TAIL);
+    const { sent, relay } = relayed(bytes, 100);
+    expect(sent).toBe(START + big + TAIL);
+    expect(relay.failure()).toBeNull();
+    const crlf = Buffer.from((START + big + TAIL).replaceAll('\n', '\r\n'));
+    expect(relayed(crlf, 100).sent).toBe(START + big + TAIL);
+  });
+
   it('an event that grows past the limit without ending fails the attempt (upstream_response_too_large)', () => {
     const relay = new MessagesPassthroughRelay(64);
     relay.push(Buffer.from(START));
     expect(() => relay.push(Buffer.from(`event: content_block_delta\ndata: ${'x'.repeat(100)}`))).toThrow(expect.objectContaining({ code: 'upstream_response_too_large' }));
+    const inPieces = new MessagesPassthroughRelay(64);
+    inPieces.push(Buffer.from(`${START}event: content_block_delta\ndata: `));
+    expect(() => {
+      for (let i = 0; i < 10; i++) inPieces.push(Buffer.from('x'.repeat(10)));
+    }).toThrow(expect.objectContaining({ code: 'upstream_response_too_large' }));
   });
 });

@@ -43,8 +43,9 @@ const NAMES: ReadonlyArray<{ readonly name: string; readonly bytes: readonly num
 export class MessagesPassthroughRelay implements StreamRelay {
   readonly #events = new MessagesEvents();
   readonly #limit: number;
-  /** The start of an event the last read ended inside of (a copy: the read is undici's). */
-  #carry: Uint8Array | null = null;
+  /** The start of an event the last reads ended inside of, in pieces (copies: a read is undici's), and their length. */
+  #carry: Uint8Array[] | null = null;
+  #carried = 0;
   /** Once the stream left Anthropic's form: the rest parsed and re-serialised. */
   #parser: SseParser | null = null;
   #reserialised: TranslatingRelay | null = null;
@@ -63,14 +64,27 @@ export class MessagesPassthroughRelay implements StreamRelay {
   push(chunk: Uint8Array): Payload | null {
     if (this.#failure !== null) throw this.#failure;
     if (this.#parser !== null) return this.#parsed(chunk);
-    const bytes = this.#carry === null ? chunk : Buffer.concat([this.#carry, chunk]);
-    this.#carry = null;
+    let bytes = chunk;
+    if (this.#carry !== null) {
+      // An event that goes on over many reads is joined once, when a read ends it (not once a read).
+      const last = this.#carry[this.#carry.length - 1] as Uint8Array;
+      if (!endsEvent(chunk, last[last.length - 1] === LF) && indexOfByte(chunk, CR, 0) === -1) {
+        this.#carried += chunk.length;
+        if (this.#carried > this.#limit) throw new GatewayError('upstream_response_too_large', 'a provider stream event exceeds the configured limit');
+        this.#carry.push(copyOf(chunk));
+        return null;
+      }
+      this.#carry.push(chunk);
+      bytes = Buffer.concat(this.#carry);
+      this.#carry = null;
+    }
     // CRs end lines too: such a stream is the parser's from here on.
     if (indexOfByte(bytes, CR, 0) !== -1) return this.#reserialise(bytes);
     const whole = wholeEventsEnd(bytes);
     if (whole < bytes.length) {
       if (bytes.length - whole > this.#limit) throw new GatewayError('upstream_response_too_large', 'a provider stream event exceeds the configured limit');
-      this.#carry = Uint8Array.prototype.slice.call(bytes, whole);
+      this.#carry = [copyOf(bytes.subarray(whole))];
+      this.#carried = bytes.length - whole;
     }
     if (whole === 0) return null;
     const events = bytes.subarray(0, whole);
@@ -102,7 +116,7 @@ export class MessagesPassthroughRelay implements StreamRelay {
     const reserialised = (this.#reserialised ??= new TranslatingRelay(this.#events));
     const carried = this.#carry;
     this.#carry = null;
-    const last = carried === null ? null : this.#parsed(carried);
+    const last = carried === null ? null : this.#parsed(Buffer.concat(carried));
     if (this.failure() !== null) return last;
     return pieces(last, reserialised.batch(rest), reserialised.end(parser.finish()));
   }
@@ -243,6 +257,13 @@ const OPEN_OBJECT = 0x7b;
 const CLOSE_OBJECT = 0x7d;
 const OPEN_LIST = 0x5b;
 const CLOSE_LIST = 0x5d;
+
+/** A copy, never a view: a read's memory is undici's. */
+const copyOf = (bytes: Uint8Array): Uint8Array => Uint8Array.prototype.slice.call(bytes);
+
+/** Whether `chunk` ends an event begun before it: it holds a blank line, or starts one after a line's LF (`afterLf`). */
+const endsEvent = (chunk: Uint8Array, afterLf: boolean): boolean => (afterLf && chunk[0] === LF) || Buffer.prototype.indexOf.call(chunk, LF_LF) !== -1;
+const LF_LF = Buffer.from('\n\n');
 
 /** The end of the last whole event (just past its blank line), 0 when there is none. */
 function wholeEventsEnd(bytes: Uint8Array): number {
