@@ -152,7 +152,9 @@ export class MessagesPassthroughRelay implements StreamRelay {
   #judge(bytes: Uint8Array, at: number): number {
     if (!bytesAt(bytes, at, EVENT_PREFIX)) return -1;
     const nameStart = at + EVENT_PREFIX.length;
-    const nameEnd = indexOfByte(bytes, LF, nameStart);
+    // A name is a few bytes: looked for here rather than through Buffer's indexOf, a call into C++.
+    let nameEnd = nameStart;
+    while (bytes[nameEnd] !== LF) nameEnd++;
     if (nameEnd === nameStart || !bytesAt(bytes, nameEnd + 1, DATA_PREFIX)) return -1;
     const dataStart = nameEnd + 1 + DATA_PREFIX.length;
     const dataEnd = indexOfByte(bytes, LF, dataStart);
