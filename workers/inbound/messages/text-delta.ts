@@ -11,7 +11,15 @@
  * The scan is one pass over the text that checks it is JSON as it goes (a
  * chunk JSON.parse refuses is never read here: the stream fails on it as
  * before), with the values of other keys skipped. Anything it does not
- * take is left to the parse: null.
+ * take is left to the parse: null. A stream's chunks differ only in their
+ * text, so after one scan the rest are matched against it (TextDeltas):
+ * then only the text is checked.
+ *
+ * Beside workers/providers/json-in-place.ts, which reads one provider's
+ * exact spelling of its own event: chat chunks come from every upstream
+ * the chat path relays, in any key order and spacing, so this reads JSON's
+ * grammar rather than one spelling. What a scan found is kept in module
+ * variables, not an object per chunk: it runs on every chunk of a stream.
  */
 
 const QUOTE = 0x22;
