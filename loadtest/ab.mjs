@@ -8,9 +8,11 @@
 //              { "name": "inline", "workers": "0" }, { "name": "no access log", "env": { "LOG_LEVEL": "warn" } },
 //              { "name": "access log to a pipe this process drains", "stdout": "pipe" },
 //              { "name": "flags", "flags": ["--single-threaded-gc"] } (default: npm start's, start-args.mjs), { "name": "direct", "direct": true },
-//              { "name": "2 workers on 2 CPUs", "workers": "2", "cpus": "0,1" } (default CPU 1; the load shares CPU 0)]
+//              { "name": "2 workers on 2 CPUs", "workers": "2", "cpus": "0,1" } (default CPU 1; the load shares CPU 0),
+//              { "name": "translated", "route": "messages-translated-stream" } (this variant's own AB_ROUTE)]
 //   ("cwd": another checkout, built, e.g. `git worktree add /tmp/before HEAD~1` + node_modules link + tsc)
-// Env: AB_ROUTE chat | stream | paced | embeddings (default chat), AB_CONNECTIONS (64), AB_ROUNDS (8), AB_SECONDS (2).
+// Env: AB_ROUTE chat | stream | paced | embeddings | messages | messages-stream (POST /v1/messages passed through to the
+// Anthropic fake) | messages-translated | messages-translated-stream (to the OpenAI fake, through chat) (default chat), AB_CONNECTIONS (64), AB_ROUNDS (8), AB_SECONDS (2).
 import { spawn, execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -61,12 +63,12 @@ const cpuMs = (pid) => {
 const upstream = await start(0, (port) => ['loadtest/upstream.mjs', String(port)], {}, root, '/v1/models');
 const config = join(mkdtempSync(join(tmpdir(), 'switchyard-ab-')), 'ab.yaml');
 const base = `http://127.0.0.1:${upstream.port}/v1`;
-writeFileSync(config, `model_list:\n  - model_name: bench-chat\n    params: { model: openai/bench-model, api_base: ${base}, api_key: k }\n  - model_name: bench-embed\n    params: { model: openai/bench-embed, api_base: ${base}, api_key: k }\n  - model_name: bench-paced\n    params: { model: openai/bench-model, api_base: http://127.0.0.1:${upstream.port}/paced/v1, api_key: k }\n`);
+writeFileSync(config, `model_list:\n  - model_name: bench-chat\n    params: { model: openai/bench-model, api_base: ${base}, api_key: k }\n  - model_name: bench-embed\n    params: { model: openai/bench-embed, api_base: ${base}, api_key: k }\n  - model_name: bench-paced\n    params: { model: openai/bench-model, api_base: http://127.0.0.1:${upstream.port}/paced/v1, api_key: k }\n  - model_name: bench-claude\n    params: { model: anthropic/bench-model, api_base: http://127.0.0.1:${upstream.port}/anthropic, api_key: k }\n`);
 const gateways = [];
 for (const v of variants) {
   if (v.direct) {
     // The fake upstream itself (it ignores the key and answers any model): the baseline for added latency.
-    gateways.push({ v, child: upstream.child, port: upstream.port, rps: [], cpu: [], p50: [], p99: [] });
+    gateways.push({ v, child: upstream.child, port: upstream.port, rps: [], cpu: [], p50: [], p99: [], errors: 0 });
     continue;
   }
   const env = { GATEWAY_CONFIG: config, GATEWAY_API_KEY: 'ab-key', HOST: '127.0.0.1', GATEWAY_WORKERS: v.workers ?? '1', LOG_LEVEL: 'info', ...(v.env ?? {}) };
@@ -74,30 +76,48 @@ for (const v of variants) {
   // A checkout from before the front was bundled (tools/bundle.mjs) has only tsc's entry.
   const main = existsSync(join(cwd, 'dist/server.js')) ? 'dist/server.js' : 'dist/src/main.js';
   const g = await start(v.cpus ?? 1, () => [...(v.flags ?? START_FLAGS), main], env, cwd, '/ready', v.stdout);
-  gateways.push({ v, ...g, rps: [], cpu: [], p50: [], p99: [] });
+  gateways.push({ v, ...g, rps: [], cpu: [], p50: [], p99: [], errors: 0 });
 }
 const chat = { model: 'bench-chat', messages: [{ role: 'user', content: 'Say hello to the benchmark.' }] };
-const load = {
+const loads = {
   chat: { path: '/v1/chat/completions', body: JSON.stringify(chat) },
   stream: { path: '/v1/chat/completions', body: JSON.stringify({ ...chat, stream: true }) },
   // The 20 chunks written one per turn of the upstream's event loop, as a provider sends tokens (the bench's bench-paced).
   paced: { path: '/v1/chat/completions', body: JSON.stringify({ ...chat, model: 'bench-paced', stream: true }) },
   embeddings: { path: '/v1/embeddings', body: JSON.stringify({ model: 'bench-embed', input: Array.from({ length: 16 }, (_, i) => `input ${i}`) }) },
-}[route];
+  // The bench's Messages scenarios (bench.mjs, MESSAGES_SCENARIOS).
+  messages: messagesLoad('bench-claude', false),
+  'messages-stream': messagesLoad('bench-claude', true),
+  'messages-translated': messagesLoad('bench-chat', false),
+  'messages-translated-stream': messagesLoad('bench-chat', true),
+};
+/** A variant's load: its own "route" (two routes of one build compared round by round), else AB_ROUTE's. */
+const loadOf = (v) => {
+  const load = loads[v.route ?? route];
+  if (load === undefined) throw new Error(`route ${v.route ?? route}: no such route`);
+  return load;
+};
+for (const v of variants) loadOf(v);
+function messagesLoad(model, stream) {
+  const body = { model, max_tokens: 256, ...(stream ? { stream: true } : {}), messages: [{ role: 'user', content: stream ? 'Stream twenty chunks.' : 'Say hello to the benchmark.' }] };
+  return { path: '/v1/messages', body: JSON.stringify(body), headers: { 'anthropic-version': '2023-06-01' } };
+}
 for (let r = 0; r < rounds; r++) {
   for (const g of gateways) {
     const before = cpuMs(g.child.pid);
-    const res = await run({ url: `http://127.0.0.1:${g.port}`, ...load, headers: { authorization: 'Bearer ab-key' }, connections, durationMs: seconds * 1000, warmupMs: 300 });
+    const load = loadOf(g.v);
+    const res = await run({ url: `http://127.0.0.1:${g.port}`, ...load, headers: { authorization: 'Bearer ab-key', ...load.headers }, connections, durationMs: seconds * 1000, warmupMs: 300 });
     g.rps.push(res.rps);
     g.cpu.push(((cpuMs(g.child.pid) - before) * 1000) / res.total);
     g.p50.push(res.p50 * 1000);
     g.p99.push(res.p99 * 1000);
+    g.errors += res.errors;
   }
 }
 const kept = (a) => a.slice(1).sort((x, y) => x - y);
 const median = (a) => kept(a)[Math.floor(kept(a).length / 2)];
 console.log(`${route} at concurrency ${connections}, ${rounds - 1} rounds of ${seconds} s kept (median, best; peak RSS over all rounds):`);
 for (const g of gateways) {
-  console.log(`${g.v.name.padEnd(24)} ${median(g.rps).toFixed(0).padStart(6)} req/s (best ${Math.max(...kept(g.rps)).toFixed(0)})  CPU ${median(g.cpu).toFixed(0)} µs/req (best ${Math.min(...kept(g.cpu)).toFixed(0)})  p50 ${median(g.p50).toFixed(0)} µs  p99 ${median(g.p99).toFixed(0)} µs  peak ${peakMb(g.child.pid).toFixed(0)} MB`);
+  console.log(`${g.v.name.padEnd(24)} ${median(g.rps).toFixed(0).padStart(6)} req/s (best ${Math.max(...kept(g.rps)).toFixed(0)})  CPU ${median(g.cpu).toFixed(0)} µs/req (best ${Math.min(...kept(g.cpu)).toFixed(0)})  p50 ${median(g.p50).toFixed(0)} µs  p99 ${median(g.p99).toFixed(0)} µs  peak ${peakMb(g.child.pid).toFixed(0)} MB${g.errors > 0 ? `  errors ${g.errors}` : ''}`);
 }
 process.exit(0);

@@ -82,6 +82,12 @@ export type StreamParser = Pick<SseParser, 'push' | 'finish'>;
 export interface StreamRelay {
   /** What to send for one parsed batch (null: nothing yet); throws the attempt's failure on an in-band error event. */
   batch(batch: SseBatch): Payload | null;
+  /**
+   * For a relay that reads the upstream's bytes itself (the anthropic passthrough's, which passes
+   * Anthropic's events on as their bytes): what to send for one chunk as read, instead of batch();
+   * no SSE parser is made, and end() gets an empty batch.
+   */
+  push?(chunk: Uint8Array): Payload | null;
   /** The upstream ended (`rest`: the parser's last events): what is left to send; a stream cut short fails (thrown, or by failure()). */
   end(rest: SseBatch): Payload | null;
   /** The usage the stream reported, for the access log and metrics. */
@@ -98,6 +104,8 @@ export interface StreamRelay {
 const USER_AGENT = `switchyard/${VERSION}`;
 /** Cap on one SSE event, so an upstream that never ends an event cannot grow memory. */
 const MAX_EVENT_BYTES = 8 * 1024 * 1024;
+/** The bound on one event of a call's stream (a relay that reads the bytes itself keeps it too). */
+export const streamEventLimit = (call: ProviderCall): number => Math.min(MAX_EVENT_BYTES, call.maxResponseBytes);
 /** What of a 5xx body is kept for the log. */
 const SERVER_ERROR_DETAIL_BYTES = 2048;
 
@@ -143,9 +151,10 @@ export async function httpAttempt(dialect: HttpDialect, call: ProviderCall, sink
         throw new GatewayError('upstream_invalid_response', 'the provider answered a stream request without an event stream');
       }
       sink.head(passHeaders);
-      const limit = Math.min(MAX_EVENT_BYTES, call.maxResponseBytes);
-      const parser = dialect.streamParser?.(limit) ?? new SseParser(limit);
-      const usage = await relayEvents(exchange, parser, call, sink, deadlines, dialect.stream(call));
+      const relay = dialect.stream(call);
+      const limit = streamEventLimit(call);
+      const parser = relay.push !== undefined ? null : (dialect.streamParser?.(limit) ?? new SseParser(limit));
+      const usage = await relayEvents(exchange, parser, call, sink, deadlines, relay);
       sink.end(usage, performance.now() - started);
       return;
     }
@@ -194,6 +203,8 @@ async function serverFailure(dialect: HttpDialect, exchange: UpstreamExchange, s
   return new AttemptFailure(failure.kind, failure.code, failure.message, status, passHeaders, null, failure.retryAfterMs, detail);
 }
 
+const NO_EVENTS: SseBatch = { verbatim: false, events: [], names: null };
+
 /** Anthropic's "overloaded" status. */
 const OVERLOADED = 529;
 
@@ -211,7 +222,7 @@ const isSse = streamOf(SSE_CONTENT_TYPE);
  * whose output goes on as one data frame. Pausing the flow pauses the
  * upstream read and holds the idle deadline.
  */
-async function relayEvents(exchange: UpstreamExchange, parser: StreamParser, call: ProviderCall, sink: AttemptSink, deadlines: Deadlines, relay: StreamRelay): Promise<Usage | null> {
+async function relayEvents(exchange: UpstreamExchange, parser: StreamParser | null, call: ProviderCall, sink: AttemptSink, deadlines: Deadlines, relay: StreamRelay): Promise<Usage | null> {
   const follow = (paused: boolean) => {
     if (paused) {
       exchange.pause();
@@ -231,13 +242,13 @@ async function relayEvents(exchange: UpstreamExchange, parser: StreamParser, cal
     };
     exchange.relay((chunk) => {
       try {
-        send(relay.batch(parser.push(chunk)));
+        send(parser !== null ? relay.batch(parser.push(chunk)) : relay.push !== undefined ? relay.push(chunk) : null);
       } catch (err) {
         exchange.abort(err);
       }
     });
     await exchange.body;
-    send(relay.end(parser.finish()));
+    send(relay.end(parser === null ? NO_EVENTS : parser.finish()));
     return relay.usage();
   } finally {
     off();

@@ -69,15 +69,36 @@ export class MessagesEvents implements StreamTranslator {
     if (data === null) return '';
     const type = (this.#unwrap === null ? name : null) ?? TYPE_FIELD.exec(data)?.[1] ?? null;
     if (type === null) throw new GatewayError('upstream_invalid_response', 'the provider stream carried an event with no type');
-    if (type === 'error' && !this.#content) throw streamErrorFailure(tryParse(data));
-    if (type === 'message_start' || type === 'message_delta') {
+    this.note(type, data);
+    // Data of several lines keeps them, each a `data:` line (a client's parser joins them back).
+    return `event: ${type}\ndata: ${data.includes('\n') ? data.replaceAll('\n', '\ndata: ') : data}\n\n`;
+  }
+
+  /** Whether note() needs the data of an event of `type`: an error's before content. */
+  readsData(type: string): boolean {
+    return type === 'error' && !this.#content;
+  }
+
+  /** The `usage` of a message_start's message or of a message_delta, found by the caller: counted, as note() does with the whole event's data. */
+  count(usage: unknown): void {
+    this.#usage = messagesUsage(usage, this.#usage);
+  }
+
+  /**
+   * One event of the stream judged by its type, whoever relays it (event() here, or the anthropic
+   * passthrough's byte relay, which passes the events on as their bytes): the usage, the commit
+   * point, the end; throws an error event's failure before content. `data` is null only where
+   * readsData(type) is false; for message_start and message_delta, null means the caller counted
+   * their usage itself (count()).
+   */
+  note(type: string, data: string | null): void {
+    if (type === 'error' && !this.#content) throw streamErrorFailure(tryParse(data ?? ''));
+    if ((type === 'message_start' || type === 'message_delta') && data !== null) {
       const event = tryParse(data);
-      const usage = isRecord(event) ? (type === 'message_start' && isRecord(event.message) ? event.message.usage : event.usage) : null;
-      this.#usage = messagesUsage(usage, this.#usage);
+      this.count(isRecord(event) ? (type === 'message_start' && isRecord(event.message) ? event.message.usage : event.usage) : null);
     }
     if (type === 'message_stop' || type === 'error') this.#stopped = true;
     if (CONTENT_EVENTS.has(type)) this.#content = true;
-    return `event: ${type}\ndata: ${data}\n\n`;
   }
 
   end(): string {

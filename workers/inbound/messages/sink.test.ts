@@ -134,6 +134,21 @@ describe('MessagesSink: what reaches the front', () => {
     expect(calls.at(-1)).toEqual(['end', { prompt: 7, completion: 2 }]);
   });
 
+  it('translated stream in whole reads, ASCII or not (a batch decoded once, or event by event): the same text, each character whole', () => {
+    for (const texts of [['Hel', 'lo'], ['Hé', 'llo ✓ ', '😀', '\u2028']]) {
+      const { sink, sse } = recorder();
+      const messages = new MessagesSink(sink, { ...request, stream: true }, options());
+      messages.attempt(OPENAI);
+      messages.head([]);
+      messages.data(bytes(chunk({ role: 'assistant', content: '' }) + texts.map((t) => chunk({ content: t })).join('')));
+      messages.data([bytes(chunk({}, 'stop')), bytes('data: [DONE]\n\n')]);
+      messages.end(null, 5);
+      const events = parseSse(sse());
+      expect(events.filter((e) => e.event === 'content_block_delta').map((e) => (e.data as { delta: { text: string } }).delta.text)).toEqual(texts);
+      expect(events.at(-1)!.event).toBe('message_stop');
+    }
+  });
+
   it('fail before the commit is the HTTP error as it is; after it, one event: error (Anthropic\'s type for the code) on either path', () => {
     const before = recorder();
     const early = new MessagesSink(before.sink, request, options());

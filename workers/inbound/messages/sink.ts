@@ -24,7 +24,7 @@ import type { ErrorCode } from '../../../protocol/errors.js';
 import type { Backoff, HeaderList, Operation, RouteLabels, Usage } from '../../../protocol/frames.js';
 import { utf8Text } from '../../bytes.js';
 import type { ClientSink } from '../../routing/attempts.js';
-import { SseParser } from '../../sse.js';
+import { SseParser, type SseBatch } from '../../sse.js';
 import { replyTranslated } from '../whole-reply.js';
 import { uniqueIds, type IdSource } from './ids.js';
 import { toMessage } from './reply.js';
@@ -135,14 +135,8 @@ export class MessagesSink implements ClientSink {
     const stream = this.#eventStream();
     const parser = (this.#parser ??= new SseParser(MAX_EVENT_BYTES));
     let out = '';
-    for (const piece of bytes instanceof Uint8Array ? [bytes] : bytes) {
-      const batch = parser.push(piece);
-      if (batch.verbatim) {
-        for (let i = 0; i < batch.bounds.length; i += 2) out += stream.chunk(utf8Text(batch.chunk, batch.bounds[i], batch.bounds[i + 1]));
-      } else {
-        for (const data of batch.events) out += stream.chunk(data);
-      }
-    }
+    if (bytes instanceof Uint8Array) out = translated(stream, parser.push(bytes));
+    else for (const piece of bytes) out += translated(stream, parser.push(piece));
     if (out.length > 0) this.#inner.data(Buffer.from(out));
   }
 
@@ -184,6 +178,21 @@ export class MessagesSink implements ClientSink {
   #thinking(): boolean {
     return showsThinking(this.#translation?.thinking ?? null);
   }
+}
+
+/** The Anthropic events of one batch of chat events. */
+function translated(stream: MessagesEventStream, batch: SseBatch): string {
+  let out = '';
+  if (!batch.verbatim) {
+    for (const data of batch.events) out += stream.chunk(data);
+    return out;
+  }
+  const { chunk, bounds } = batch;
+  // Decoded once: text of ASCII alone (as long as its bytes) has its events at their byte offsets.
+  const text = utf8Text(chunk);
+  if (text.length === chunk.length) for (let i = 0; i < bounds.length; i += 2) out += stream.chunk(text.slice(bounds[i], bounds[i + 1]));
+  else for (let i = 0; i < bounds.length; i += 2) out += stream.chunk(utf8Text(chunk, bounds[i], bounds[i + 1]));
+  return out;
 }
 
 /** Whether an error body is already Anthropic's `{"type":"error","error":{"type",…}}`. */

@@ -33,6 +33,7 @@ import type { Usage } from '../../../protocol/frames.js';
 import { errorEvent, errorTypeOf, PING_EVENT, statusOfCode } from '../../../protocol/anthropic-errors.js';
 import { messageIdOf, toAnthropicToolId, type IdSource } from './ids.js';
 import { reasoningOf, stopOf, usageOf, type MessageUsage } from './reply.js';
+import { TextDeltas } from './text-delta.js';
 
 type Json = Record<string, unknown>;
 
@@ -63,6 +64,7 @@ interface Block {
 
 export class MessagesEventStream {
   readonly #options: StreamOptions;
+  readonly #textDeltas = new TextDeltas();
   #out = '';
   #started = false;
   #finished = false;
@@ -113,6 +115,18 @@ export class MessagesEventStream {
     if (this.#finished) return '';
     if (data === '[DONE]') {
       this.#stop();
+      return this.#take();
+    }
+    // Most chunks are a text delta alone (the first one also names the message): read in place (text-delta.ts), not parsed.
+    let text: string | null;
+    if (this.#started) text = this.#textDeltas.read(data);
+    else {
+      const first = this.#textDeltas.first(data);
+      if (first !== null) this.#start({ id: first.id, model: first.model });
+      text = first?.text ?? null;
+    }
+    if (text !== null) {
+      if (text.length > 0) this.#textDelta(text);
       return this.#take();
     }
     let parsed: unknown;
@@ -171,18 +185,11 @@ export class MessagesEventStream {
     this.#started = true;
     const usage = this.#usage ?? usageOf(null);
     const model = typeof chunk?.model === 'string' && chunk.model.length > 0 ? chunk.model : this.#options.model;
-    const message = {
-      id: messageIdOf(chunk?.id, this.#options.ids),
-      type: 'message',
-      role: 'assistant',
-      model,
-      content: [],
-      stop_reason: null,
-      stop_sequence: null,
-      // The input count when the first chunk has it (some upstreams report usage on every chunk); output comes in message_delta.
-      usage: { ...usage, output_tokens: 0 },
-    };
-    this.#emit('message_start', { message });
+    // The message as `{ id, type, role, model, content: [], stop_reason, stop_sequence, usage }` serialises, written at once.
+    const id = JSON.stringify(messageIdOf(chunk?.id, this.#options.ids));
+    // The input count when the first chunk has it (some upstreams report usage on every chunk); output comes in message_delta.
+    const counts = usageJson({ ...usage, output_tokens: 0 });
+    this.#event('message_start', `{"type":"message_start","message":{"id":${id},"type":"message","role":"assistant","model":${JSON.stringify(model)},"content":[],"stop_reason":null,"stop_sequence":null,"usage":${counts}}}`);
   }
 
   #choice(choice: Json): void {
@@ -206,9 +213,16 @@ export class MessagesEventStream {
 
   /** A text or thinking delta: into the open block of its kind, or a new one. */
   #delta(kind: 'text' | 'thinking', delta: Json): void {
-    if (this.#open?.kind !== kind) this.#openBlock(kind, kind === 'text' ? { type: 'text', text: '' } : { type: 'thinking', thinking: '', signature: '' }, null);
+    if (this.#open?.kind !== kind) this.#openBlock(kind, kind === 'text' ? null : { type: 'thinking', thinking: '', signature: '' }, null);
     this.#content = true;
     this.#emit('content_block_delta', { index: (this.#open as Block).index, delta });
+  }
+
+  /** A text delta whose text is already JSON (a string as JSON.stringify writes it): #delta's event, written around it. */
+  #textDelta(json: string): void {
+    if (this.#open?.kind !== 'text') this.#openBlock('text', null, null);
+    this.#content = true;
+    this.#out += `event: content_block_delta\ndata: {"type":"content_block_delta","index":${(this.#open as Block).index},"delta":{"type":"text_delta","text":${json}}}\n\n`;
   }
 
   #toolCall(delta: Json): void {
@@ -232,17 +246,19 @@ export class MessagesEventStream {
     }
   }
 
-  #openBlock(kind: Kind, contentBlock: Json, providerId: string | null): Block {
+  #openBlock(kind: Kind, contentBlock: Json | null, providerId: string | null): Block {
     this.#close();
     const block: Block = { index: this.#blocks++, kind, providerId };
     this.#open = block;
-    this.#emit('content_block_start', { index: block.index, content_block: contentBlock });
+    // null: an empty text block, the usual one, written at once.
+    if (contentBlock === null) this.#event('content_block_start', `{"type":"content_block_start","index":${block.index},"content_block":{"type":"text","text":""}}`);
+    else this.#emit('content_block_start', { index: block.index, content_block: contentBlock });
     return block;
   }
 
   #close(): void {
     if (this.#open === null) return;
-    this.#emit('content_block_stop', { index: this.#open.index });
+    this.#event('content_block_stop', `{"type":"content_block_stop","index":${this.#open.index}}`);
     this.#open = null;
   }
 
@@ -252,8 +268,14 @@ export class MessagesEventStream {
     this.#finished = true;
     this.#content = true;
     const { stop_reason, stop_sequence } = stopOf(this.#finishReason, this.#stopSequence, this.#toolCalls, this.#refused);
-    this.#emit('message_delta', { delta: { stop_reason, stop_sequence }, usage: this.#usage ?? usageOf(null) });
-    this.#emit('message_stop', {});
+    const counts = usageJson(this.#usage ?? usageOf(null));
+    this.#event('message_delta', `{"type":"message_delta","delta":{"stop_reason":${JSON.stringify(stop_reason)},"stop_sequence":${JSON.stringify(stop_sequence)}},"usage":${counts}}`);
+    this.#event('message_stop', '{"type":"message_stop"}');
+  }
+
+  /** An event whose data is written already (`type` first, as #emit writes it). */
+  #event(type: string, data: string): void {
+    this.#out += `event: ${type}\ndata: ${data}\n\n`;
   }
 
   /** Serialised at once, `type` first as Anthropic writes it. */
@@ -268,3 +290,7 @@ export class MessagesEventStream {
     return out;
   }
 }
+
+/** Anthropic's usage as JSON.stringify writes it (the counts are finite numbers: reply.ts, usageOf). */
+const usageJson = (u: MessageUsage): string =>
+  `{"input_tokens":${u.input_tokens},"cache_creation_input_tokens":${u.cache_creation_input_tokens},"cache_read_input_tokens":${u.cache_read_input_tokens},"output_tokens":${u.output_tokens}}`;

@@ -8,14 +8,15 @@
  * none; the answer, the stream's events and a 4xx come back as sent, a 529
  * as 529 when it is the last failure. `count_tokens` goes to Anthropic's
  * own `/v1/messages/count_tokens` the same way. Nothing is allowlisted:
- * fields and betas are an open list. No translator is involved.
+ * fields and betas are an open list. No translator is involved: the
+ * stream goes on as Anthropic's bytes (passthrough-relay.ts).
  */
 import { providerKey, settingsOf } from '../../../protocol/config.js';
 import type { HeaderList } from '../../../protocol/frames.js';
 import { bodyText } from '../compatible.js';
-import type { HttpDialect } from '../http-attempt.js';
-import { MessagesEvents, messageReplyUsage } from '../messages-passthrough.js';
-import { TranslatingRelay } from '../translating-relay.js';
+import { streamEventLimit, type HttpDialect } from '../http-attempt.js';
+import { messageReplyUsage } from '../messages-passthrough.js';
+import { MessagesPassthroughRelay } from './passthrough-relay.js';
 import type { AnthropicSettings } from './config.js';
 import { anthropicHeaders } from './errors.js';
 
@@ -40,7 +41,8 @@ export const passthroughDialect: HttpDialect = {
   // Anthropic's own error body, as sent.
   error: (_status, body) => ({ contentType: 'application/json', body }),
   reply: (call, body) => ({ body, usage: call.op === 'count_tokens' ? null : messageReplyUsage(bodyText(body)) }),
-  stream: () => new TranslatingRelay(new MessagesEvents()),
+  // Anthropic's events as their bytes (passthrough-relay.ts).
+  stream: (call) => new MessagesPassthroughRelay(streamEventLimit(call)),
   readsServerErrors: true,
   passesOverloaded: true,
 };

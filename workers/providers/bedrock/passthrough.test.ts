@@ -63,6 +63,17 @@ describe('chunkEvent: one frame of the response stream', () => {
     expect(chunkEvent(null, '{}')).toBeNull();
   });
 
+  it('read in place as Bedrock writes it or parsed otherwise, the same event: padding or none, other spacing and order, an escaped slash', () => {
+    const event = JSON.stringify({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: '??>>~ é' } });
+    const base64 = Buffer.from(event).toString('base64');
+    expect(base64).toContain('/');
+    for (const payload of [`{"bytes":"${base64}"}`, `{"bytes":"${base64}","p":"abcdefghij0123"}`, `{ "bytes": "${base64}" }`, `{"p":"x","bytes":"${base64}"}`, `{"bytes":"${base64.replaceAll('/', '\\/')}"}`, `{"bytes":"${base64}","p":"a-b"}`]) {
+      expect(chunkEvent('chunk', payload), payload).toBe(event);
+    }
+    expect(() => chunkEvent('chunk', `{"bytes":"${base64}",}`)).toThrow(GatewayError);
+    expect(() => chunkEvent('chunk', `{"bytes":"${base64}"`)).toThrow(GatewayError);
+  });
+
   it('an exception frame is the attempt\'s failure with the status AWS gives it; a chunk without bytes is an invalid response', () => {
     const throttled = (() => {
       try {

@@ -55,9 +55,27 @@ export function invokeBody(body: Readonly<Record<string, unknown>>, headers: Hea
 export function chunkEvent(name: string | null, data: string): string | null {
   if (name !== null && (name.startsWith(EXCEPTION) || name.startsWith(ERROR))) throw streamExceptionFailure(name.slice(name.indexOf(':') + 1), data);
   if (name !== 'chunk') return null;
-  const payload = tryParse(data);
-  if (!isRecord(payload) || typeof payload.bytes !== 'string') throw new GatewayError('upstream_invalid_response', 'the provider stream sent a chunk without bytes');
-  return Buffer.from(payload.bytes, 'base64').toString('utf8');
+  let bytes = bytesOf(data);
+  if (bytes === null) {
+    const payload = tryParse(data);
+    if (!isRecord(payload) || typeof payload.bytes !== 'string') throw new GatewayError('upstream_invalid_response', 'the provider stream sent a chunk without bytes');
+    bytes = payload.bytes;
+  }
+  return Buffer.from(bytes, 'base64').toString('utf8');
+}
+
+const BYTES_KEY = '{"bytes":"';
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+/** What may follow the bytes: Bedrock's `p`, a padding of letters and digits that hides the event's length. */
+const PADDING = /^(?:,"p":"[A-Za-z0-9]*")?\}$/;
+
+/** The base64 of a chunk payload as Bedrock writes it (`{"bytes":"…"}`, `"p"` after it or not), read without the parse; null for any other text (parsed). */
+function bytesOf(data: string): string | null {
+  if (data.substring(0, BYTES_KEY.length) !== BYTES_KEY) return null;
+  const close = data.indexOf('"', BYTES_KEY.length);
+  if (close === -1) return null;
+  const bytes = data.slice(BYTES_KEY.length, close);
+  return BASE64.test(bytes) && PADDING.test(data.slice(close + 1)) ? bytes : null;
 }
 
 /** `POST /model/<id>/<action>`, authorized (index.ts). */
