@@ -70,7 +70,7 @@ export const modelStatusSchema = z.object({
   credentials: z.enum(['present', 'missing', 'not_required', 'aws_chain']),
   credentials_source: z.string().nullable(),
   routable: z.boolean(),
-  routing_strategy: z.enum(['simple-shuffle', 'least-busy', 'latency-based-routing']),
+  routing_strategy: z.enum(['simple-shuffle', 'least-busy', 'latency-based-routing', 'inference-aware']),
   fallbacks: z.array(z.string()),
   deployments: z.array(deploymentStatusSchema),
 });

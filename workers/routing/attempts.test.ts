@@ -54,12 +54,13 @@ const shapeArb: fc.Arbitrary<Shape> = fc.integer({ min: 1, max: 3 }).chain((coun
 );
 
 const timeouts = { connectMs: 1000, headersMs: 60_000, idleMs: 60_000, totalMs: 60_000 };
+const INFERENCE = { metricsIntervalMs: 250, staleAfterMs: 2_000, weights: { prefix: 3, queue: 2, kvCache: 2 }, queueThreshold: 5, kvCacheThreshold: 0.8, prefixBlockChars: 64, prefixIndexBlocks: 65_536 };
 
 function routingOf(shape: Shape): RoutingConfig {
   const aliases: AliasRoute[] = [];
   shape.groups.forEach((g, gi) => {
     for (let d = 0; d < g.deployments; d++) {
-      aliases.push({ alias: `g${gi}`, id: `g${gi}-${d}`, weight: 1 + d, order: 1, maxParallel: 0, provider: 'openai', upstreamModel: `m${gi}${d}`, apiBase: 'http://127.0.0.1:9', credentials: { kind: 'not_required' }, responsesApi: false, timeouts, settings: {}, dropParams: false });
+      aliases.push({ alias: `g${gi}`, id: `g${gi}-${d}`, weight: 1 + d, order: 1, maxParallel: 0, provider: 'openai', upstreamModel: `m${gi}${d}`, apiBase: 'http://127.0.0.1:9', credentials: { kind: 'not_required' }, responsesApi: false, timeouts, settings: {}, dropParams: false, serverMetrics: null });
     }
   });
   const list = (pick: (g: Shape['groups'][number]) => readonly number[]) =>
@@ -70,7 +71,7 @@ function routingOf(shape: Shape): RoutingConfig {
     slots: aliases.map((_, i) => i),
     rules: [],
     maxResponseBodyBytes: 1 << 20,
-    router: { strategy: shape.strategy, numRetries: shape.numRetries, retryAfterMs: 0, allowedFails: shape.allowedFails, cooldownMs: shape.cooldownMs, fallbacks: list((g) => g.fallbacks), contextWindowFallbacks: list((g) => g.contextFallbacks), streamCommitTimeoutMs: 60_000, maxRetryWaitMs: shape.maxRetryWaitMs, timeoutMs: null },
+    router: { strategy: shape.strategy, numRetries: shape.numRetries, retryAfterMs: 0, allowedFails: shape.allowedFails, cooldownMs: shape.cooldownMs, fallbacks: list((g) => g.fallbacks), contextWindowFallbacks: list((g) => g.contextFallbacks), streamCommitTimeoutMs: 60_000, maxRetryWaitMs: shape.maxRetryWaitMs, timeoutMs: null, inference: INFERENCE },
   };
 }
 
