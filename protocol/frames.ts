@@ -19,6 +19,8 @@
  *   ping ──▶ pong,  probe ──▶ probed                 (health checks)
  *   aws_chain ──▶ aws_chain_state                   (readiness: resolve the AWS credential chain now)
  *   aws_chain_state                                 (worker → front, any time: the chain's outcome changed)
+ *   indexes ──▶ (no answer)                         (the prefix indexes of the config frame that follows;
+ *                                                    shared memory, so sent with FrameSender.share)
  *
  * Bump PROTOCOL_VERSION on any incompatible change; both sides check it at attach.
  */
@@ -27,8 +29,9 @@ import type { MessagePort } from 'node:worker_threads';
 import type { RoutingConfig, Upstream } from './config.js';
 import type { ChannelEnd } from './channel.js';
 import type { DeploymentStateMemory } from './deployment-state.js';
+import type { PrefixIndexMemory } from './prefix-index.js';
 
-export const PROTOCOL_VERSION = 10;
+export const PROTOCOL_VERSION = 11;
 
 /**
  * The provider operations a worker serves. `responses` is the OpenAI
@@ -120,7 +123,22 @@ export interface AwsChainFrame {
   readonly region: string;
 }
 
-export type ToWorker = CallFrame | CancelFrame | PauseFrame | ResumeFrame | ConfigFrame | PingFrame | ProbeFrame | AwsChainFrame;
+/**
+ * The prefix index of every deployment with server_metrics (protocol/prefix-index.ts), by deployment id:
+ * all of them, for the config frame that follows (CONTRACT.md, Inference-aware routing: one index per
+ * replica, shared by every worker thread). A SharedArrayBuffer cannot be packed, so this frame goes by
+ * FrameSender.share, which keeps its place among the frames: it always arrives before the config that
+ * needs it. A surviving id keeps its memory, so its index survives the swap.
+ */
+export interface IndexesFrame {
+  readonly t: 'indexes';
+  readonly indexes: IndexGrant;
+}
+
+/** Prefix index memories by deployment id. */
+export type IndexGrant = Readonly<Record<string, PrefixIndexMemory>>;
+
+export type ToWorker = CallFrame | CancelFrame | PauseFrame | ResumeFrame | ConfigFrame | PingFrame | ProbeFrame | AwsChainFrame | IndexesFrame;
 
 /**
  * What the front needs of a worker session to run one on its own thread (GATEWAY_WORKERS=0):
@@ -128,10 +146,12 @@ export type ToWorker = CallFrame | CancelFrame | PauseFrame | ResumeFrame | Conf
  */
 export type SessionConstructor = new (channel: ChannelEnd<ToWorker, FromWorker>, routing: RoutingConfig, state: WorkerState) => unknown;
 
-/** The shared deployment state (protocol/deployment-state.ts) and which worker of the pool this session is. */
+/** The shared deployment state (protocol/deployment-state.ts), the prefix indexes of now, and which worker of the pool this session is. */
 export interface WorkerState {
   readonly memory: DeploymentStateMemory;
   readonly worker: number;
+  /** The prefix indexes of the routing config handed with this state; later ones come in `indexes` frames. */
+  readonly indexes: IndexGrant;
 }
 
 // ── worker → front ────────────────────────────────────────────────────────

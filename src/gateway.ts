@@ -19,6 +19,7 @@ import { WorkerPool } from './supervisor/worker-pool.js';
 import { DeploymentSlots } from './supervisor/deployment-slots.js';
 import { AwsChainStates } from './supervisor/aws-chain.js';
 import { startTracing } from './tracing/otel.js';
+import { InferenceFleet } from './inference/fleet.js';
 
 export interface Gateway {
   readonly port: number;
@@ -50,7 +51,9 @@ export async function startGateway(loaded: GatewayConfig, log: Logger): Promise<
   // One state slot per deployment id, kept across reloads (src/supervisor/deployment-slots.ts).
   const deployments = new DeploymentSlots(loaded.routing.aliases.length, loaded.workerMode.workers);
   const config = withSlots(loaded, deployments);
-  const pool = await WorkerPool.start(config.workerMode.workers, config.routing, log, deployments);
+  // Scrapers and prefix indexes of deployments with server_metrics, following every config the pool hands out.
+  const inference = new InferenceFleet(deployments.states);
+  const pool = await WorkerPool.start(config.workerMode.workers, config.routing, log, deployments, { indexes: inference });
   // Tracing on: the OpenTelemetry SDK is loaded now (import(), in src/tracing/otel.ts), and only then.
   const tracing = config.tracing === null ? null : await startTracing(config.tracing, log);
   if (tracing !== null) pool.onSpans = (frame) => tracing.attempts(frame);
@@ -59,6 +62,7 @@ export async function startGateway(loaded: GatewayConfig, log: Logger): Promise<
   const ctx: FrontContext = {
     config,
     deployments,
+    inference,
     auth: new BearerAuth(config.apiKeys),
     pool,
     awsChain,
@@ -92,6 +96,7 @@ export async function startGateway(loaded: GatewayConfig, log: Logger): Promise<
       closeSocket();
       (app as unknown as { close?: () => void }).close?.();
       ctx.health.stop();
+      inference.close();
       await pool.close();
       // What is still queued gets a moment to go out; a collector that is down costs no more than that.
       await tracing?.shutdown(TRACE_FLUSH_MS);

@@ -12,6 +12,7 @@ import type { BearerAuth } from './auth.js';
 import type { StreamKeepalive } from './keepalive.js';
 import type { Lifecycle } from './lifecycle.js';
 import type { Tracing } from '../tracing/tracing.js';
+import type { InferenceFleet } from '../inference/fleet.js';
 
 export interface FrontContext {
   /** Swapped whole on reload; handlers read it per request. */
@@ -21,6 +22,8 @@ export interface FrontContext {
   readonly pool: WorkerPool;
   /** The pod's shared deployment state and the slot of each deployment id (status and metrics read it). */
   readonly deployments: DeploymentSlots;
+  /** Deployments with server_metrics: their scrapers and prefix indexes (status and metrics read their figures). */
+  readonly inference: InferenceFleet;
   /** What the workers reported of the AWS credential chain (bedrock deployments without keys), per region. */
   readonly awsChain: AwsChainStates;
   readonly health: HealthSupervisor;
