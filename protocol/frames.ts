@@ -71,6 +71,8 @@ export interface CallFrame {
   readonly requestId: string;
   /** Only when tracing is on (CONTRACT.md, Tracing); absent otherwise, so an untraced call's frame is as it was. */
   readonly trace?: TraceContext;
+  /** `x-switchyard-priority: sheddable` (or a negative integer): shed when every replica is saturated. Absent otherwise. */
+  readonly sheddable?: true;
   /**
    * A Messages call's `anthropic-version` and `anthropic-beta` as the caller sent them (a flat
    * `[name, value, …]` list; a passthrough forwards them byte for byte); absent on every other call.
@@ -178,6 +180,21 @@ export interface RoutingFacts {
   readonly waitedMs: number;
   /** The waits before attempts (a provider's Retry-After, router_settings.retry_after); null when there was none. Included in `waitedMs`. */
   readonly backoff: Backoff | null;
+  /**
+   * An inference-aware pick (a group with server_metrics) of the deployment named: why it was chosen and its
+   * prefix score, for switchyard_inference_picks_total and _prefix_match_ratio. Absent for every other pick,
+   * so their frames are as they were.
+   */
+  readonly inference?: InferencePick;
+}
+
+/** CONTRACT.md, Inference-aware routing, Visible: the `reason` of switchyard_inference_picks_total. */
+export type InferenceReason = 'prefix' | 'load' | 'all_saturated' | 'no_metrics';
+
+export interface InferencePick {
+  readonly reason: InferenceReason;
+  /** The chosen deployment's prefix score: the share of the prompt's leading blocks its index held, 0..1. */
+  readonly ratio: number;
 }
 
 /** How long a request waited before its attempts, in all, and why it last did (`429 Retry-After from east`). */

@@ -9,6 +9,7 @@
  * `openai/http://x` cannot steer a request.
  */
 import type { RouterSettings, RoutingConfig, Upstream } from '../protocol/config.js';
+import type { PrefixIndex } from '../protocol/prefix-index.js';
 import type { RouteLabels } from '../protocol/frames.js';
 import { GatewayError } from '../protocol/errors.js';
 import { groupsOf } from '../protocol/routing-groups.js';
@@ -24,6 +25,8 @@ export interface Deployment {
   readonly cap: number;
   /** Its group's name and its provider: the labels of the requests it serves. */
   readonly labels: RouteLabels;
+  /** A deployment with server_metrics: its prefix index, shared by every thread (protocol/prefix-index.ts); else null. */
+  readonly index: PrefixIndex | null;
 }
 
 export class Group {
@@ -40,6 +43,15 @@ export class Group {
   cursor = 0;
   /** Per pick: deployments refused on reservation (another thread was faster). Reused: a pick allocates nothing. */
   readonly refused: Uint8Array;
+  /** Some deployment has server_metrics: `inference-aware` scores this group (pick.ts); otherwise it is least-busy. */
+  readonly inference: boolean;
+  /** Per inference-aware pick: each deployment's prefix score, then its score. Reused like `refused`. */
+  readonly scores: Float64Array;
+  /**
+   * A request for this group hashes its prompt (the strategy is inference-aware, and this group or a
+   * fallback has server_metrics); set by the Router with the chain. A group that never does pays nothing.
+   */
+  hashesPrompt = false;
 
   constructor(name: string, deployments: Deployment[], lone: boolean, timeoutMs: number) {
     this.name = name;
@@ -47,6 +59,8 @@ export class Group {
     this.lone = lone;
     this.timeoutMs = timeoutMs;
     this.refused = new Uint8Array(deployments.length);
+    this.inference = deployments.some((d) => d.index !== null);
+    this.scores = new Float64Array(this.inference ? deployments.length : 0);
   }
 }
 
@@ -64,8 +78,11 @@ export class Router {
   readonly #rules: CompiledRule[];
   readonly maxResponseBytes: number;
   readonly settings: RouterSettings;
+  /** Some group hashes its requests' prompts (Group.hashesPrompt): the session loads the hasher. */
+  readonly hashesPrompts: boolean;
 
-  constructor(routing: RoutingConfig) {
+  /** `indexOf`: the prefix index of a deployment id with server_metrics (the session's, from the `indexes` frames). */
+  constructor(routing: RoutingConfig, indexOf: (id: string) => PrefixIndex | null = () => null) {
     this.maxResponseBytes = routing.maxResponseBodyBytes;
     this.settings = routing.router;
     const specs = groupsOf(routing);
@@ -74,7 +91,8 @@ export class Router {
       spec.deployments.forEach((route, i) => {
         if (route.credentials.kind === 'missing') return;
         const slot = spec.slots[i] ?? -1;
-        deployments.push({ id: route.id, upstream: route, slot, weight: route.weight, order: route.order, cap: route.maxParallel, labels: { model: route.alias, provider: route.provider } });
+        const index = route.serverMetrics === null ? null : indexOf(route.id);
+        deployments.push({ id: route.id, upstream: route, slot, weight: route.weight, order: route.order, cap: route.maxParallel, labels: { model: route.alias, provider: route.provider }, index });
       });
       if (deployments.length === 0) this.#uncredentialed.add(spec.name);
       else this.#groups.set(spec.name, new Group(spec.name, deployments, spec.lone, spec.timeoutMs));
@@ -85,7 +103,9 @@ export class Router {
       group.fallbacks = this.#known(spec.fallbacks);
       group.contextWindowFallbacks = this.#known(spec.contextWindowFallbacks);
       group.chain = [group, ...group.fallbacks];
+      group.hashesPrompt = this.settings.strategy === 'inference-aware' && group.chain.some((g) => g.inference);
     }
+    this.hashesPrompts = [...this.#groups.values()].some((g) => g.hashesPrompt);
     this.#rules = routing.rules.map(({ patterns, ...base }, index) => ({ index, provider: base.provider, patterns: patterns.map(globToRegExp), base }));
   }
 
@@ -109,6 +129,7 @@ export class Router {
           order: 1,
           cap: 0,
           labels: { model: `${provider}/*`, provider },
+          index: null,
         };
         return new Group(model, [deployment], true, rule.base.timeouts.totalMs);
       }

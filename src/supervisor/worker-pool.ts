@@ -250,14 +250,16 @@ export class WorkerPool {
    * Starts a call. A worker's copy of the body is made before this returns; in-thread the body itself is handed
    * over and must not be reused. `trace`: the call's trace context, only when tracing is on.
    */
-  call(op: Operation, requestId: string, body: Uint8Array, handlers: CallHandlers, trace: TraceContext | null, headers: HeaderList | null = null): number {
+  call(op: Operation, requestId: string, body: Uint8Array, handlers: CallHandlers, trace: TraceContext | null, headers: HeaderList | null = null, sheddable = false): number {
     const slot = this.#leastBusy();
     const id = this.#nextId++;
     slot.inFlight++;
     this.#pending.set(id, { slot, handlers });
     // Only what the call has: a chat call's frame is as it was (no trace, no headers).
-    const frame: CallFrame = trace === null ? { t: 'call', id, op, requestId } : { t: 'call', id, op, requestId, trace };
-    slot.port.lend(headers === null ? frame : { ...frame, headers }, body);
+    let frame: CallFrame = trace === null ? { t: 'call', id, op, requestId } : { t: 'call', id, op, requestId, trace };
+    if (headers !== null) frame = { ...frame, headers };
+    if (sheddable) frame = { ...frame, sheddable };
+    slot.port.lend(frame, body);
     return id;
   }
 
