@@ -190,7 +190,7 @@ model_list:
     params: { model: openai/fake-embed, api_base: ${up.url}, api_key: ${UPSTREAM_KEY} }
 router_settings:
   routing_strategy: inference-aware
-  inference_routing: { metrics_interval_ms: 50 }
+  inference_routing: { metrics_interval_ms: 100 }
   num_retries: 2
   allowed_fails: 1000
   fallbacks: [{ chat: [backup] }]
@@ -236,11 +236,13 @@ router_settings:
   /** The inference-aware row: a session's two turns (a load pick, then a prefix one), a shed request, failed scrapes. */
   async function inferenceTraffic(): Promise<void> {
     const fleet = gw.gateway.context.inference;
+    /** A good scrape of each replica that began after now (the second good one from now: scrapes never overlap). */
     const scraped = async () => {
       for (const id of ['llama-a', 'llama-b']) {
         const scraper = fleet.scraperOf(id);
-        await scraper?.next();
-        await scraper?.next();
+        if (scraper === null) throw new Error(`no scraper for ${id}`);
+        const from = scraper.good;
+        while (scraper.good < from + 2) await scraper.next();
       }
     };
     await scraped();
@@ -257,9 +259,10 @@ router_settings:
     await Promise.all(loads);
     // A replica's /metrics down for a scrape.
     const b = replicas[1] as Replica;
-    const failures = fleet.scraperOf('llama-b')?.failures ?? 0;
+    const scraperB = fleet.scraperOf('llama-b');
+    const failures = scraperB?.failures ?? 0;
     b.failMetrics(503);
-    await scraped();
+    while ((scraperB?.failures ?? 0) <= failures) await scraperB?.next();
     b.failMetrics(null);
     expect(fleet.scraperOf('llama-b')?.failures).toBeGreaterThan(failures);
   }

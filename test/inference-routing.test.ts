@@ -47,7 +47,7 @@ router_settings:
 }
 
 /** `n` replicas (r0…; even ones vLLM, odd ones SGLang) behind one alias; every replica scraped once before it returns, unless its metrics fail. */
-async function startFleet(n: number, options: ReplicaOptions = {}, inference = 'metrics_interval_ms: 50', before: (replicas: Replica[]) => void = () => undefined): Promise<Fleet> {
+async function startFleet(n: number, options: ReplicaOptions = {}, inference = 'metrics_interval_ms: 100', before: (replicas: Replica[]) => void = () => undefined, workers = 2): Promise<Fleet> {
   const kinds = Array.from({ length: n }, (_, i): 'vllm' | 'sglang' => (i % 2 === 0 ? 'vllm' : 'sglang'));
   const replicas: Replica[] = [];
   for (const kind of kinds) {
@@ -56,7 +56,7 @@ async function startFleet(n: number, options: ReplicaOptions = {}, inference = '
     replicas.push(r);
   }
   before(replicas);
-  const gw = await startTestGateway({ yaml: fleetYaml(replicas.map((r, i) => [`r${i}`, r] as const), inference, kinds) });
+  const gw = await startTestGateway({ yaml: fleetYaml(replicas.map((r, i) => [`r${i}`, r] as const), inference, kinds), workers });
   open.push(gw);
   await until(() => replicas.every((_, i) => figures(gw, `r${i}`)?.metrics_age_ms !== null || scraper(gw, `r${i}`).failures > 0), 'every replica scraped once');
   return { gw, replicas };
@@ -69,13 +69,14 @@ function scraper(gw: TestGateway, id: string) {
   return found;
 }
 
-/** Waits for a scrape of each replica that began after now (the one under way may have read the state before a change). */
+/**
+ * Waits for a good scrape of each replica that began after now: the second good one from now (scrapes never
+ * overlap, and the one under way may have read the replica before a change). A scrape a loaded host times out
+ * is not one of them.
+ */
 async function scrapedAfterNow(gw: TestGateway, ids: readonly string[]): Promise<void> {
-  await Promise.all(ids.map(async (id) => {
-    const s = scraper(gw, id);
-    await s.next();
-    await s.next();
-  }));
+  const from = ids.map((id) => scraper(gw, id).good);
+  await until(() => ids.every((id, i) => scraper(gw, id).good >= (from[i] as number) + 2), `a good scrape of ${ids.join(', ')} after now`, 5_000);
 }
 
 interface Sent {
@@ -204,7 +205,7 @@ describe('inference-aware routing through the gateway', () => {
   });
 
   it('no metrics anywhere: least-busy by the pod’s calls in flight (reason no_metrics)', async () => {
-    const { gw, replicas } = await startFleet(3, {}, 'metrics_interval_ms: 50', (rs) => rs.forEach((r) => r.failMetrics(500)));
+    const { gw, replicas } = await startFleet(3, {}, 'metrics_interval_ms: 100', (rs) => rs.forEach((r) => r.failMetrics(500)));
     for (const r of replicas) r.pause();
     const answers: Array<Promise<Sent>> = [];
     for (let i = 1; i <= 6; i++) {
@@ -266,7 +267,7 @@ describe('inference-aware routing through the gateway', () => {
     expect(entries[home]).toBeGreaterThan(0);
     const added = await startReplica({ model: MODEL, engine: 'vllm', prefillMsPerBlock: 0.2, decodeMsPerToken: 0.2, outputTokens: 2 });
     open.push(added);
-    const next = fleetYaml([...kept.map((id) => [id, replicas[Number(id.slice(1))] as Replica] as const), ['r3', added] as const], 'metrics_interval_ms: 50');
+    const next = fleetYaml([...kept.map((id) => [id, replicas[Number(id.slice(1))] as Replica] as const), ['r3', added] as const], 'metrics_interval_ms: 100');
     gw.gateway.reload(parseConfig(next, 'reloaded.yaml', ENV, 2));
     expect(figures(gw, gone)).toBeNull();
     for (const id of kept) expect(figures(gw, id)?.prefix_index_entries, id).toBe(entries[id]);
@@ -277,5 +278,44 @@ describe('inference-aware routing through the gateway', () => {
     const status = (await (await gw.fetch('/status/models/llama')).json()) as { deployments: Array<{ id: string; inference?: unknown }> };
     expect(status.deployments.map((d) => d.id).sort()).toEqual([...kept, 'r3'].sort());
     for (const d of status.deployments) expect(d.inference).toMatchObject({ prefix_index_entries: expect.any(Number) as number });
+  });
+
+  it('Messages and Responses calls are hashed as their chat translation: their sessions stay on their replica too', async () => {
+    const { gw } = await startFleet(3);
+    const messagesTurn = async (messages: Array<{ role: string; content: string }>) => {
+      const res = await gw.fetch('/v1/messages', { method: 'POST', headers: { 'anthropic-version': '2023-06-01' }, body: JSON.stringify({ model: 'llama', max_tokens: 16, system: system(3), messages }) });
+      await res.arrayBuffer();
+      return [res.status, res.headers.get('x-switchyard-deployment')] as const;
+    };
+    const responsesTurn = async (input: Array<{ role: string; content: string }>) => {
+      const res = await gw.fetch('/v1/responses', { method: 'POST', body: JSON.stringify({ model: 'llama', instructions: system(4), input }) });
+      await res.arrayBuffer();
+      return [res.status, res.headers.get('x-switchyard-deployment')] as const;
+    };
+    const turns: Array<{ role: string; content: string }> = [{ role: 'user', content: 'first question' }];
+    const [status, home] = await messagesTurn(turns);
+    expect(status).toBe(200);
+    const input: Array<{ role: string; content: string }> = [{ role: 'user', content: 'first question' }];
+    const [rstatus, rhome] = await responsesTurn(input);
+    expect(rstatus).toBe(200);
+    for (let turn = 2; turn <= 4; turn++) {
+      turns.push({ role: 'assistant', content: `answer ${turn - 1}` }, { role: 'user', content: `question ${turn}` });
+      expect(await messagesTurn(turns), `messages turn ${turn}`).toEqual([200, home]);
+      input.push({ role: 'assistant', content: `answer ${turn - 1}` }, { role: 'user', content: `question ${turn}` });
+      expect(await responsesTurn(input), `responses turn ${turn}`).toEqual([200, rhome]);
+    }
+    expect(seriesValue(await metricsText(gw), 'switchyard_inference_picks_total{model="llama",reason="prefix"}')).toBeGreaterThanOrEqual(6);
+  });
+
+  it('inline (GATEWAY_WORKERS=0): the session gets the indexes as a worker does; sessions stay, and a reload keeps them', async () => {
+    const { gw, replicas } = await startFleet(2, {}, 'metrics_interval_ms: 100', () => undefined, 0);
+    const messages: Message[] = [{ role: 'system', content: system(5) }, { role: 'user', content: 'hello' }];
+    const home = (await send(gw, messages)).deployment as string;
+    gw.gateway.reload(parseConfig(fleetYaml(replicas.map((r, i) => [`r${i}`, r] as const), 'metrics_interval_ms: 100', ['vllm', 'sglang']), 'reloaded.yaml', { ...ENV, GATEWAY_WORKERS: '0' }, 2));
+    for (let turn = 2; turn <= 4; turn++) {
+      messages.push({ role: 'assistant', content: `answer ${turn - 1}` }, { role: 'user', content: `question ${turn}` });
+      const answer = await send(gw, messages);
+      expect([answer.status, answer.deployment]).toEqual([200, home]);
+    }
   });
 });

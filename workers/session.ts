@@ -44,6 +44,7 @@ export class WorkerSession {
   /** The prompt hasher of the configured block size, once loaded (loaded when a config has a group that hashes). */
   #hasher: PromptHasher | null = null;
   #hasherLoading: Promise<PromptHasher> | null = null;
+  #hasherChars = 0;
   /** Where prompts are hashed, one at a time (synchronously); each request keeps a copy of its hashes. */
   readonly #blocks = promptBlocks();
   #router: Router;
@@ -76,15 +77,25 @@ export class WorkerSession {
 
   #routerFor(routing: RoutingConfig): Router {
     const router = new Router(routing, (id) => this.#indexes.get(id)?.index ?? null);
-    const blockChars = router.settings.inference.prefixBlockChars;
-    if (router.hashesPrompts && this.#hasher?.blockChars !== blockChars) {
+    // Loaded now (a few ms, once), so the first request that hashes finds it ready; a failure shows at that request.
+    if (router.hashesPrompts) this.#hasherFor(router.settings.inference.prefixBlockChars).catch(() => undefined);
+    return router;
+  }
+
+  /** The hasher of `blockChars`, loaded once per block size (the WebAssembly hash is instantiated by the first). */
+  #hasherFor(blockChars: number): Promise<PromptHasher> {
+    if (this.#hasherLoading === null || this.#hasherChars !== blockChars) {
+      this.#hasherChars = blockChars;
       this.#hasher = null;
       const loading = (this.#hasherLoading = loadPromptHasher(blockChars));
-      void loading.then((hasher) => {
-        if (this.#hasherLoading === loading) this.#hasher = hasher;
-      });
+      loading.then(
+        (hasher) => {
+          if (this.#hasherLoading === loading) this.#hasher = hasher;
+        },
+        () => undefined,
+      );
     }
-    return router;
+    return this.#hasherLoading;
   }
 
   /**
@@ -96,12 +107,8 @@ export class WorkerSession {
     if (op === 'chat') messages = Array.isArray(body.messages) ? (body.messages as unknown[]) : null;
     else if (replies instanceof ResponsesSink || (replies instanceof MessagesSink && op === 'messages')) messages = replies.chatMessages();
     if (messages === null) return null;
-    let hasher = this.#hasher;
-    if (hasher === null || hasher.blockChars !== blockChars) {
-      const loading = this.#hasherLoading;
-      hasher = await (loading !== null ? loading : loadPromptHasher(blockChars));
-      if (hasher.blockChars !== blockChars) hasher = await loadPromptHasher(blockChars);
-    }
+    const ready = this.#hasher;
+    const hasher = ready !== null && ready.blockChars === blockChars ? ready : await this.#hasherFor(blockChars);
     const count = hasher.hash(messages as readonly PromptMessage[], this.#blocks);
     return this.#blocks.hashes.slice(0, count);
   }

@@ -92,7 +92,8 @@ describe('scraper', () => {
     ['sglang.prom', 'sglang', [2826, 28, 0.28]],
   ] as const)('%s: the figures land in the shared slot, for every thread', async (file, kind, figures) => {
     const server = await serving({ kind: 'text', text: fixture(file) });
-    const { states, scraper } = scraperFor(server.origin, kind);
+    // A 1 s interval, so a 1 s timeout: a loaded test host never fails the one scrape this waits for.
+    const { states, scraper } = scraperFor(server.origin, kind, 1_000);
     const before = Date.now();
     const scraped = scraper.next();
     scraper.start();
@@ -106,10 +107,16 @@ describe('scraper', () => {
 
   it('garbage, a cut body, a non-200 and another server kind are counted failures; the last good figures stay, aging', async () => {
     const server = await serving({ kind: 'text', text: fixture('vllm.prom') });
-    const { states, scraper } = scraperFor(server.origin, 'vllm');
-    let next = scraper.next();
+    const { states, scraper } = scraperFor(server.origin, 'vllm', 250);
+    /** Scrapes until `done` (a loaded host may time one out on the way: that is a failure of another kind). */
+    const scrapesUntil = async (done: () => boolean) => {
+      for (let i = 0; i < 40 && !done(); i++) await scraper.next();
+      return done();
+    };
+    const next = scraper.next();
     scraper.start();
     await next;
+    expect(await scrapesUntil(() => states.scrapedAt(2) > 0)).toBe(true);
     const goodAt = states.scrapedAt(2);
     const bad: Array<[Behaviour, RegExp]> = [
       [{ kind: 'text', text: '<html>502 Bad Gateway</html>\n\u0000\u0001 {{{ not prometheus' }, /no waiting, running, KV-cache use figure/],
@@ -120,19 +127,14 @@ describe('scraper', () => {
     ];
     for (const [i, [behaviour, error]] of bad.entries()) {
       server.behaviour = behaviour;
-      // The scrape under way may have started before the change: the one after it saw the new behaviour.
-      await scraper.next();
-      next = scraper.next();
-      await next;
-      expect(scraper.lastError).toMatch(error);
+      // The scrape under way may have started before the change: a later one sees the new behaviour.
+      expect(await scrapesUntil(() => error.test(scraper.lastError ?? '')), `${String(error)}: last error ${scraper.lastError}`).toBe(true);
       expect(scraper.failures).toBeGreaterThanOrEqual(i + 1);
       expect(states.scrapedAt(2)).toBe(goodAt);
       expect([states.waiting(2), states.running(2), states.kvCache(2)]).toEqual([3, 8, 0.4375]);
     }
     server.behaviour = { kind: 'text', text: fixture('vllm-old.prom') };
-    await scraper.next();
-    await scraper.next();
-    expect(scraper.lastError).toBeNull();
+    expect(await scrapesUntil(() => scraper.lastError === null)).toBe(true);
     expect(states.scrapedAt(2)).toBeGreaterThan(goodAt);
     expect(states.waiting(2)).toBe(12);
   });

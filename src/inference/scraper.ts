@@ -53,6 +53,8 @@ export class Scraper {
   failures: number;
   /** Why the last scrape failed; null after a good one. */
   lastError: string | null = null;
+  /** Good scrapes by this loop (a test waits for the second after a change: it began after the change). */
+  good = 0;
   readonly #states: DeploymentStates;
   readonly #agent: http.Agent;
   readonly #timeoutMs: number;
@@ -121,6 +123,7 @@ export class Scraper {
       return this.#failed(`no ${missing} figure in the ${this.target.kind} metrics`);
     }
     this.lastError = null;
+    this.good++;
     this.#states.scraped(this.target.slot, Math.round(waiting), Math.round(running), kvCache, Date.now());
   }
 

@@ -338,7 +338,10 @@ class RoutedCall implements GateOwner {
         this.#at = i;
         return d;
       }
-      if (this.#pick.shed) return null;
+      if (this.#pick.shed) {
+        this.#at = i;
+        return null;
+      }
     }
     if (this.#failed === null) return null;
     for (let i = this.#at; i < chain.length; i++) {
@@ -347,7 +350,10 @@ class RoutedCall implements GateOwner {
         this.#at = i;
         return d;
       }
-      if (this.#pick.shed) return null;
+      if (this.#pick.shed) {
+        this.#at = i;
+        return null;
+      }
     }
     return null;
   }
