@@ -18,10 +18,9 @@
  * best is tried. O(deployments) per round, no allocation: the group's
  * `refused` array is reused.
  */
-import type { RouterSettings } from '../../protocol/config.js';
+import type { InferenceRouting, RouterSettings } from '../../protocol/config.js';
 import { REFUSED, RESERVED, type DeploymentStates, type Reservation } from '../../protocol/deployment-state.js';
 import type { InferenceReason } from '../../protocol/frames.js';
-import type { InferenceRouting } from '../../protocol/config.js';
 import type { Deployment, Group } from '../router.js';
 
 /** PickResult.generation of a call not counted as sent since a scrape (no server_metrics, or no pick). */
