@@ -78,14 +78,17 @@ export class InferenceFleet {
       wanted.add(route.id);
       const target: ScrapeTarget = { id: route.id, url: metricsUrl(route.apiBase), kind: route.serverMetrics, slot, intervalMs: inference.metricsIntervalMs };
       let member = this.#members.get(route.id);
+      /** Failures counted for this id so far: switchyard_inference_scrape_failures_total never goes back. */
+      let failures = 0;
       if (member !== undefined && (member.memory.blocks !== inference.prefixIndexBlocks || member.blockChars !== inference.prefixBlockChars || member.slot !== slot)) {
         member.scraper.stop();
+        failures = member.scraper.failures;
         this.#members.delete(route.id);
         member = undefined;
       }
       if (member === undefined) {
         const memory = prefixIndexMemory(inference.prefixIndexBlocks);
-        const scraper = new Scraper(target, this.#states);
+        const scraper = new Scraper(target, this.#states, failures);
         member = { model: route.alias, slot, memory, index: new PrefixIndex(memory, FRONT), blockChars: inference.prefixBlockChars, scraper };
         this.#members.set(route.id, member);
         scraper.start();
