@@ -16,7 +16,7 @@
 // `node tools/build.mjs && taskset -c 0 node loadtest/inference.mjs`. Env: BENCH_INFERENCE_CONCURRENCY (12),
 // BENCH_INFERENCE_SESSIONS (144), BENCH_INFERENCE_TURNS (4), BENCH_INFERENCE_PROMPTS (24), BENCH_INFERENCE_THINK_MS (300), BENCH_INFERENCE_REPEATS (1).
 import { spawn, execFileSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -195,6 +195,7 @@ export async function runInferenceBench(log = console.log) {
   }
   const median = (xs) => quantile(xs, 0.5);
   const ratio = (w) => median(results[w]['inference-aware'].map((f, i) => f.p90 / results[w]['least-busy'][i].p90));
+  rmSync(dir, { recursive: true, force: true });
   const summary = { shared: ratio('shared'), none: ratio('none'), results };
   log(`inference: TTFT p90 inference-aware ÷ least-busy: shared prefix ${summary.shared.toFixed(3)}× (goal ≤ 0.5), no shared prefix ${summary.none.toFixed(3)}× (goal ≤ 1.1)`);
   return summary;
