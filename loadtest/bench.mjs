@@ -23,6 +23,8 @@
 //                        the OpenAI one, against chat passed through), likewise
 //   BENCH_ONLY=shared    only the shared-limits scenario (issue 37: chat through 3 pods with a redis_url and an rpm
 //                        no call reaches, against the same 3 pods without Redis), likewise; needs redis-server
+//   BENCH_ONLY=inference only issue 36's scenario (loadtest/inference.mjs: 4 simulated vLLM replicas, shared-prefix
+//                        sessions and lone prompts, least-busy against inference-aware, TTFT), likewise
 //
 // Never accumulate or re-scan a child's stdout (the gateway logs every request): it is drained.
 import { spawn, execFileSync } from 'node:child_process';
@@ -42,7 +44,12 @@ const nativeOnly = process.env.BENCH_ONLY === 'native';
 const tracingOnly = process.env.BENCH_ONLY === 'tracing';
 const messagesOnly = process.env.BENCH_ONLY === 'messages';
 const sharedOnly = process.env.BENCH_ONLY === 'shared';
-const sectionOnly = routingOnly || nativeOnly || tracingOnly || messagesOnly || sharedOnly || sharedOnly;
+const sectionOnly = routingOnly || nativeOnly || tracingOnly || messagesOnly || sharedOnly;
+if (process.env.BENCH_ONLY === 'inference') {
+  // Its own replicas and gateways: nothing of the rest is started.
+  await (await import('./inference.mjs')).runInferenceBench();
+  process.exit(0);
+}
 const startedAt = new Date();
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const env = process.env;
@@ -714,6 +721,21 @@ const noise = Object.keys(cpuAtEnd).map((c) => {
   return { cpu: c, busy, ours: ourCpu[c] ?? 0, others, steal, othersPct: (100 * others) / wall };
 });
 
+// ---------------------------------------------------------------- inference-aware routing (issue 36)
+// After the noise figures: its gateways and replicas are not among the processes they account for.
+const inferenceBench = await (await import('./inference.mjs')).runInferenceBench();
+const inferenceTable = () => {
+  const rows = [];
+  for (const [workload, label] of [['shared', 'shared prefix'], ['none', 'no shared prefix']]) {
+    for (const strategy of ['least-busy', 'inference-aware']) {
+      const runs = inferenceBench.results[workload][strategy];
+      const med = (f) => median(runs.map(f));
+      rows.push(`| ${label} | ${strategy} | ${fmt(med((r) => r.p50), 1)} | ${fmt(med((r) => r.p90), 1)} | ${fmt(100 * med((r) => r.cachedShare), 1)} % | ${runs.reduce((n, r) => n + r.errors, 0)} |`);
+    }
+  }
+  return `| workload | strategy | TTFT p50 (ms) | TTFT p90 (ms) | prompt blocks found cached | errors |\n|---|---|---|---|---|---|\n${rows.join('\n')}\n\nTTFT p90 inference-aware ÷ least-busy: shared prefix ${fmt(inferenceBench.shared, 3)}× (goal ≤ 0.5), no shared prefix ${fmt(inferenceBench.none, 3)}× (goal ≤ 1.1).`;
+};
+
 // ---------------------------------------------------------------- figures and targets
 const upstreamChatUs = median(measured.chat64.direct.map((r) => r.upstreamCpuPerReqUs));
 const embedAnswerBytes = median(measured.embed32.direct.map((r) => r.bytes / r.total));
@@ -1134,6 +1156,15 @@ ${holdTable}
 ## Memory and start
 
 ${memTable}
+
+## Inference-aware routing (issue 36)
+
+Four simulated vLLM replicas (test/support/replica-simulator.ts: 4 running, 2 ms prefill per uncached block of 64
+characters, 10 ms per token, 32 tokens, an 800-block KV cache) behind Switchyard with one worker, least-busy against
+inference-aware on fresh replicas each: sessions of 4 turns over 24 shared 5,120-character system prompts, and as many
+lone prompts of that length; 12 sessions at a time, think time exponential of mean 300 ms (loadtest/inference.mjs).
+
+${inferenceTable()}
 `;
 const out = env.BENCH_OUT ?? join(root, 'loadtest', 'RESULTS.md');
 writeFileSync(out, results);

@@ -1,5 +1,5 @@
-// The prefix part of an inference-aware pick (docs/ARCHITECTURE.md, "Inference-aware routing: the parts
-// built so far"): hashing a 16 K-character prompt into its 256 blocks of 64 characters, and scoring it
+// The prefix part of an inference-aware pick (docs/ARCHITECTURE.md, "Inference-aware routing"; the whole
+// pick is loadtest/pick-cost.mjs's): hashing a 16 K-character prompt into its 256 blocks of 64 characters, and scoring it
 // against 4 replicas' indexes, each holding the whole prompt (the worst case: every block looked up on
 // every replica), then inserting it into the chosen one (a refresh). Also a prompt that no replica holds
 // (one lookup each). `npm run build && taskset -c 1 node loadtest/prefix-cost.mjs`.

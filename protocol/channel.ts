@@ -30,6 +30,13 @@ export interface FrameSender<Out> {
    * handed over.
    */
   lend(frame: Out, payload: Payload): void;
+  /**
+   * Sends a frame that holds shared memory (a SharedArrayBuffer, which msgpackr cannot carry: the
+   * prefix indexes a config needs), in order with the frames around it: across threads the
+   * frames queued before it go first, then it, whole, by structured clone (the memory is shared,
+   * not copied). In-thread it is a frame like any other.
+   */
+  share(frame: Out): void;
   close(): void;
 }
 
@@ -182,6 +189,7 @@ export function localChannel<A, B>(): { a: ChannelEnd<A, B>; b: ChannelEnd<B, A>
       return {
         send,
         lend: send,
+        share: (frame: Out) => send(frame),
         close() {
           closed = true;
         },

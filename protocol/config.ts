@@ -92,6 +92,12 @@ export interface AliasRoute extends Upstream {
   readonly rpm: number;
   /** `tpm`: tokens per limit window; 0 for none. */
   readonly tpm: number;
+  /**
+   * params.server_metrics: the server publishes its load as Prometheus text at `<api_base origin>/metrics`
+   * in this server's names; the front scrapes it and the `inference-aware` strategy scores it
+   * (CONTRACT.md, Inference-aware routing). Null: a deployment like any other.
+   */
+  readonly serverMetrics: ServerMetricsKind | null;
   /** The replica this deployment is of an entry with `replicas`, or null for an entry without. */
   readonly replica: Replica | null;
 }
@@ -115,12 +121,32 @@ export interface ReplicaSet {
   readonly source: 'list' | 'dns';
 }
 
+/** The servers whose `/metrics` names Switchyard reads (src/inference/server-metrics.ts). */
+export type ServerMetricsKind = 'vllm' | 'sglang';
+
 /** A `route_rules` entry: enables `<provider>/<upstream id>` names matching its globs. */
 export interface RuleRoute extends Omit<Upstream, 'upstreamModel'> {
   readonly patterns: readonly string[];
 }
 
-export type RoutingStrategy = 'simple-shuffle' | 'least-busy' | 'latency-based-routing';
+export type RoutingStrategy = 'simple-shuffle' | 'least-busy' | 'latency-based-routing' | 'inference-aware';
+
+/** `router_settings.inference_routing` resolved (CONTRACT.md, Inference-aware routing; docs/ROUTING.md). */
+export interface InferenceRouting {
+  /** Scrape period of each deployment with server_metrics; figures are stale after max(2 s, 3 periods). */
+  readonly metricsIntervalMs: number;
+  /** How long a scrape's figures are fresh: max(2 s, 3 × metricsIntervalMs). */
+  readonly staleAfterMs: number;
+  readonly weights: { readonly prefix: number; readonly queue: number; readonly kvCache: number };
+  /** A queue estimate at or above this makes a replica saturated. */
+  readonly queueThreshold: number;
+  /** A KV-cache use (0..1) at or above this makes a replica saturated. */
+  readonly kvCacheThreshold: number;
+  /** Characters (UTF-16 code units) per prompt block (protocol/prefix-hash.ts). */
+  readonly prefixBlockChars: number;
+  /** Entries of each replica's prefix index (protocol/prefix-index.ts). */
+  readonly prefixIndexBlocks: number;
+}
 
 /** A group and the groups tried after it, in order (`fallbacks`, `context_window_fallbacks`). */
 export interface FallbackList {
@@ -151,6 +177,8 @@ export interface RouterSettings {
   readonly timeoutMs: number | null;
   /** The window of `rpm` and `tpm`: a minute, shorter only in tests (router_settings.limit_window). */
   readonly limitWindowMs: number;
+  /** `inference_routing`: read by the `inference-aware` strategy and by the front's scrapers. */
+  readonly inference: InferenceRouting;
 }
 
 export interface RoutingConfig {

@@ -145,4 +145,39 @@ describe('DeploymentStates', () => {
     // The slot next to it is untouched.
     expect(a.usable(2, T0, 0)).toBe(true);
   });
+
+  it('a scrape replaces the figures on every thread; calls sent since it count until they end or the next scrape', () => {
+    const { a, b } = twoWorkers();
+    expect(a.scrapedAt(2)).toBe(0);
+    b.scraped(2, 3, 4, 0.25, T0);
+    expect([a.scrapedAt(2), a.waiting(2), a.running(2), a.kvCache(2), a.sentSinceScrape(2)]).toEqual([T0, 3, 4, 0.25, 0]);
+    const first = a.sent(2);
+    const second = b.sent(2);
+    expect(a.sentSinceScrape(2)).toBe(2);
+    a.sentDone(2, first);
+    expect(b.sentSinceScrape(2)).toBe(1);
+    // The next scrape holds the call still running in the server's own counts: it starts again from 0,
+    // and the call's end no longer takes anything off.
+    b.scraped(2, 0, 1, 0.3, T0 + 250);
+    expect(a.sentSinceScrape(2)).toBe(0);
+    b.sentDone(2, second);
+    expect(a.sentSinceScrape(2)).toBe(0);
+    // Its neighbours are untouched, and a slot handed to a new id starts unscraped.
+    expect(a.scrapedAt(1)).toBe(0);
+    expect(a.scrapedAt(3)).toBe(0);
+    a.clear(2);
+    expect([a.scrapedAt(2), a.waiting(2), a.running(2), a.kvCache(2), a.sentSinceScrape(2)]).toEqual([0, 0, 0, 0, 0]);
+  });
+
+  it('the inference fields live in the spare bytes: the other fields of the slot are unchanged by a scrape', () => {
+    const { a } = twoWorkers();
+    a.fail(1, RESERVED, failure({ coolNow: true }), T0);
+    a.succeed(1, RESERVED, 7);
+    a.backOff(1, T0 + 5000, 429);
+    expect(a.reserve(1, T0 + 10_000, 0)).toBe(TRIAL_RESERVED);
+    const before = a.snapshot(1, T0 + 10_000);
+    a.scraped(1, 9, 9, 0.9, T0 + 10_000);
+    a.sent(1);
+    expect(a.snapshot(1, T0 + 10_000)).toEqual(before);
+  });
 });

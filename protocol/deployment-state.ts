@@ -20,7 +20,11 @@
  *                  the status of the answer that asked for the back-off
  *   float64 [4..8] window start, cooldown until, latency EWMA (ms), last error at (Date.now ms),
  *                  back-off until (Date.now ms: the provider's Retry-After)
- *   the rest       spare, for what later strategies keep per deployment
+ *   float64 [9..10] inference-aware routing (a deployment with server_metrics): the last good
+ *                  scrape's time (Date.now ms, 0 never) and its KV-cache use (0..1)
+ *   int32 [22..25] the same scrape's waiting and running requests, this pod's calls sent since
+ *                  that scrape and still in flight, the scrape's generation (bumped by each)
+ *   int32 [26..31] spare
  *
  * After the slots, one Int32 per (worker, slot): that worker's share of
  * in_flight, so the front can take back what a worker that died held.
@@ -44,6 +48,12 @@ const COOLDOWN_UNTIL = 5;
 const EWMA = 6;
 const LAST_AT = 7;
 const BACKOFF_UNTIL = 8;
+const SCRAPED_AT = 9;
+const KV_CACHE = 10;
+const WAITING = 22;
+const RUNNING = 23;
+const SENT = 24;
+const GENERATION = 25;
 
 /** The failure window of `allowed_fails` (LiteLLM's: one minute). */
 export const FAILURE_WINDOW_MS = 60_000;
@@ -259,6 +269,64 @@ export class DeploymentStates {
     f64[f + COOLDOWN_UNTIL] = Math.max(until, now + failure.cooldownMs);
     if (started) Atomics.add(i32, base + COOLDOWNS, 1);
     return started;
+  }
+
+  // ── inference-aware routing (CONTRACT.md, Inference-aware routing: Signals) ──
+
+  /**
+   * The front's scraper read the server's /metrics (Date.now ms `at`): its figures replace the last, and
+   * the count of calls sent since the scrape starts again from 0 (the server's own counts now hold them).
+   * The time is written last: a reader that sees it fresh sees figures at least that recent.
+   */
+  scraped(slot: number, waiting: number, running: number, kvCache: number, at: number): void {
+    const base = slot * I32_PER_SLOT;
+    Atomics.store(this.#i32, base + WAITING, waiting);
+    Atomics.store(this.#i32, base + RUNNING, running);
+    this.#f64[slot * F64_PER_SLOT + KV_CACHE] = kvCache;
+    Atomics.add(this.#i32, base + GENERATION, 1);
+    Atomics.store(this.#i32, base + SENT, 0);
+    this.#f64[slot * F64_PER_SLOT + SCRAPED_AT] = at;
+  }
+
+  /** When the last good scrape was read (Date.now ms); 0 when none was. */
+  scrapedAt(slot: number): number {
+    return this.#f64[slot * F64_PER_SLOT + SCRAPED_AT] as number;
+  }
+
+  waiting(slot: number): number {
+    return Atomics.load(this.#i32, slot * I32_PER_SLOT + WAITING);
+  }
+
+  running(slot: number): number {
+    return Atomics.load(this.#i32, slot * I32_PER_SLOT + RUNNING);
+  }
+
+  kvCache(slot: number): number {
+    return this.#f64[slot * F64_PER_SLOT + KV_CACHE] as number;
+  }
+
+  /** This pod's calls sent to it since the last scrape and still in flight (never below 0). */
+  sentSinceScrape(slot: number): number {
+    return Math.max(0, Atomics.load(this.#i32, slot * I32_PER_SLOT + SENT));
+  }
+
+  /**
+   * A call was sent to it (a reservation of a deployment with server_metrics): counted until it ends
+   * or the next scrape, whichever is first. Returns the scrape generation to give to `sentDone`.
+   * The generation is read before the count goes up, so a scrape in between over-counts one call
+   * until the next scrape rather than under-counting it.
+   */
+  sent(slot: number): number {
+    const base = slot * I32_PER_SLOT;
+    const generation = Atomics.load(this.#i32, base + GENERATION);
+    Atomics.add(this.#i32, base + SENT, 1);
+    return generation;
+  }
+
+  /** The call `sent` counted ended: uncounted, unless a scrape since then started the count again. */
+  sentDone(slot: number, generation: number): void {
+    const base = slot * I32_PER_SLOT;
+    if (Atomics.load(this.#i32, base + GENERATION) === generation) Atomics.sub(this.#i32, base + SENT, 1);
   }
 
   /** Cooldowns started since the slot was given its deployment (switchyard_cooldowns_total). */

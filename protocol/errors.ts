@@ -47,6 +47,8 @@ export const ERRORS = {
   upstream_credentials_unavailable: { status: 502, message: 'the AWS credential chain gave no credentials for this model' },
   // CONTRACT.md, Routing for high volume: every deployment of the group and its fallbacks is cooling or at its cap.
   no_deployment_available: { status: 503, message: 'no deployment of this model can take the request now; retry after the Retry-After delay' },
+  // CONTRACT.md, Inference-aware routing, Shedding: a sheddable request while every replica with fresh metrics is saturated.
+  capacity_exhausted: { status: 429, message: 'every replica of this model is saturated; retry after the Retry-After delay' },
   worker_crashed: { status: 502, message: 'the worker handling this request stopped' },
   overloaded: { status: 503, message: 'the gateway is at capacity, retry shortly' },
   shutting_down: { status: 503, message: 'the gateway is shutting down' },

@@ -12,7 +12,9 @@
  * Wire shape of one posted message: `[meta, ...payloads]`, where `meta` is
  * the packed record list `[frame, where, frame, where, …]`, in a buffer of
  * its own or as a `[start, length]` slice of the ring, and `where` is the
- * position in `payloads`, -1 for no payload, or a slice of the ring.
+ * position in `payloads`, -1 for no payload, or a slice of the ring. A
+ * frame that holds shared memory (`share`) is posted on its own, unpacked,
+ * as `{ shared: frame }`, after the batch queued before it.
  */
 import type { MessagePort } from 'node:worker_threads';
 import { Packr } from 'msgpackr';
@@ -45,7 +47,8 @@ export class FramePort<In, Out> implements FrameSender<Out> {
       if (borrowFrom === null) throw new Error('bytes lent through a ring this port does not have');
       return borrowFrom;
     };
-    port.on('message', (message: [Uint8Array | RingSlice, ...Uint8Array[]]) => {
+    port.on('message', (message: [Uint8Array | RingSlice, ...Uint8Array[]] | { shared: In }) => {
+      if (!Array.isArray(message)) return onFrame(message.shared, undefined);
       const [meta, ...payloads] = message;
       const list = packr.unpack(meta instanceof Uint8Array ? meta : ring().view(meta)) as unknown[];
       try {
@@ -97,6 +100,13 @@ export class FramePort<In, Out> implements FrameSender<Out> {
     else this.send(frame, payload instanceof Uint8Array ? [payload] : payload);
     // Copied either way: the sender's own buffers can go now (FrameSender.lend).
     freeNow(payload);
+  }
+
+  /** FrameSender.share: the batch so far goes first, then this frame alone, by structured clone. */
+  share(frame: Out): void {
+    if (this.#closed) return;
+    this.#flush();
+    this.#port.postMessage({ shared: frame });
   }
 
   #queue(frame: Out, where: Where): void {

@@ -19,6 +19,8 @@
  *   ping ──▶ pong,  probe ──▶ probed                 (health checks)
  *   aws_chain ──▶ aws_chain_state                   (readiness: resolve the AWS credential chain now)
  *   aws_chain_state                                 (worker → front, any time: the chain's outcome changed)
+ *   indexes ──▶ (no answer)                         (the prefix indexes of the config frame that follows;
+ *                                                    shared memory, so sent with FrameSender.share)
  *
  * Bump PROTOCOL_VERSION on any incompatible change; both sides check it at attach.
  */
@@ -28,8 +30,9 @@ import type { RoutingConfig, Upstream } from './config.js';
 import type { ChannelEnd } from './channel.js';
 import type { DeploymentStateMemory } from './deployment-state.js';
 import type { DeploymentLimitsMemory } from './deployment-limits.js';
+import type { PrefixIndexMemory } from './prefix-index.js';
 
-export const PROTOCOL_VERSION = 10;
+export const PROTOCOL_VERSION = 11;
 
 /**
  * The provider operations a worker serves. `responses` is the OpenAI
@@ -69,6 +72,8 @@ export interface CallFrame {
   readonly requestId: string;
   /** Only when tracing is on (CONTRACT.md, Tracing); absent otherwise, so an untraced call's frame is as it was. */
   readonly trace?: TraceContext;
+  /** `x-switchyard-priority: sheddable` (or a negative integer): shed when every replica is saturated. Absent otherwise. */
+  readonly sheddable?: true;
   /**
    * A Messages call's `anthropic-version` and `anthropic-beta` as the caller sent them (a flat
    * `[name, value, …]` list; a passthrough forwards them byte for byte); absent on every other call.
@@ -121,7 +126,22 @@ export interface AwsChainFrame {
   readonly region: string;
 }
 
-export type ToWorker = CallFrame | CancelFrame | PauseFrame | ResumeFrame | ConfigFrame | PingFrame | ProbeFrame | AwsChainFrame;
+/**
+ * The prefix index of every deployment with server_metrics (protocol/prefix-index.ts), by deployment id:
+ * all of them, for the config frame that follows (CONTRACT.md, Inference-aware routing: one index per
+ * replica, shared by every worker thread). A SharedArrayBuffer cannot be packed, so this frame goes by
+ * FrameSender.share, which keeps its place among the frames: it always arrives before the config that
+ * needs it. A surviving id keeps its memory, so its index survives the swap.
+ */
+export interface IndexesFrame {
+  readonly t: 'indexes';
+  readonly indexes: IndexGrant;
+}
+
+/** Prefix index memories by deployment id. */
+export type IndexGrant = Readonly<Record<string, PrefixIndexMemory>>;
+
+export type ToWorker = CallFrame | CancelFrame | PauseFrame | ResumeFrame | ConfigFrame | PingFrame | ProbeFrame | AwsChainFrame | IndexesFrame;
 
 /**
  * What the front needs of a worker session to run one on its own thread (GATEWAY_WORKERS=0):
@@ -129,12 +149,14 @@ export type ToWorker = CallFrame | CancelFrame | PauseFrame | ResumeFrame | Conf
  */
 export type SessionConstructor = new (channel: ChannelEnd<ToWorker, FromWorker>, routing: RoutingConfig, state: WorkerState) => unknown;
 
-/** The shared deployment state (protocol/deployment-state.ts) and which worker of the pool this session is. */
+/** The shared deployment state (protocol/deployment-state.ts), the prefix indexes of now, and which worker of the pool this session is. */
 export interface WorkerState {
   readonly memory: DeploymentStateMemory;
   /** rpm and tpm per deployment, by the same slots (protocol/deployment-limits.ts). */
   readonly limits: DeploymentLimitsMemory;
   readonly worker: number;
+  /** The prefix indexes of the routing config handed with this state; later ones come in `indexes` frames. */
+  readonly indexes: IndexGrant;
 }
 
 // ── worker → front ────────────────────────────────────────────────────────
@@ -161,6 +183,21 @@ export interface RoutingFacts {
   readonly waitedMs: number;
   /** The waits before attempts (a provider's Retry-After, router_settings.retry_after); null when there was none. Included in `waitedMs`. */
   readonly backoff: Backoff | null;
+  /**
+   * An inference-aware pick (a group with server_metrics) of the deployment named: why it was chosen and its
+   * prefix score, for switchyard_inference_picks_total and _prefix_match_ratio. Absent for every other pick,
+   * so their frames are as they were.
+   */
+  readonly inference?: InferencePick;
+}
+
+/** CONTRACT.md, Inference-aware routing, Visible: the `reason` of switchyard_inference_picks_total. */
+export type InferenceReason = 'prefix' | 'load' | 'all_saturated' | 'no_metrics';
+
+export interface InferencePick {
+  readonly reason: InferenceReason;
+  /** The chosen deployment's prefix score: the share of the prompt's leading blocks its index held, 0..1. */
+  readonly ratio: number;
 }
 
 /** How long a request waited before its attempts, in all, and why it last did (`429 Retry-After from east`). */

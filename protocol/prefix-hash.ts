@@ -11,7 +11,7 @@
  * to key its KV cache with the same blocks. Nothing here is shared memory.
  *
  * The hash is xxh32 from `xxhash-wasm` (docs/ARCHITECTURE.md, "Inference-aware
- * routing: the parts built so far", has the measurements that chose it). It is
+ * routing", has the measurements that chose it). It is
  * called once per block on a Uint8Array view made once per block position, so a
  * pick allocates nothing per block: the text is written into one reused buffer
  * as UTF-16LE (two bytes per character, lossless, so block i always starts at

@@ -21,7 +21,7 @@ import { AwsChainStates } from './supervisor/aws-chain.js';
 import { startTracing } from './tracing/otel.js';
 import { ReplicaDns, type ResolveAddresses } from './supervisor/replica-dns.js';
 import { isDnsSet, withDnsReplicas } from './config/replicas.js';
-import { noInferenceFigures, type InferenceFiguresOf } from './front/replica-status.js';
+import { InferenceFleet } from './inference/fleet.js';
 
 export interface Gateway {
   readonly port: number;
@@ -65,7 +65,9 @@ export async function startGateway(loaded: GatewayConfig, log: Logger, options: 
   const routed = (config: GatewayConfig): GatewayConfig => Object.freeze({ ...config, routing: withDnsReplicas(config.routing, replicas.answersFor(config.routing.replicaSets.filter(isDnsSet))) });
   const config = withSlots(routed(loaded), deployments);
   missedSwap = false; // the first answers are in `config`
-  const pool = await WorkerPool.start(config.workerMode.workers, config.routing, log, deployments);
+  // Scrapers and prefix indexes of deployments with server_metrics, following every config the pool hands out.
+  const inference = new InferenceFleet(deployments.states);
+  const pool = await WorkerPool.start(config.workerMode.workers, config.routing, log, deployments, { indexes: inference });
   // Tracing on: the OpenTelemetry SDK is loaded now (import(), in src/tracing/otel.ts), and only then.
   const tracing = config.tracing === null ? null : await startTracing(config.tracing, log);
   if (tracing !== null) pool.onSpans = (frame) => tracing.attempts(frame);
@@ -77,6 +79,7 @@ export async function startGateway(loaded: GatewayConfig, log: Logger, options: 
   const ctx: FrontContext = {
     config,
     deployments,
+    inference,
     auth: new BearerAuth(config.apiKeys),
     pool,
     awsChain,
@@ -90,7 +93,6 @@ export async function startGateway(loaded: GatewayConfig, log: Logger, options: 
     lifecycle: new Lifecycle(),
     tracing,
     replicas,
-    inferenceFigures: options.inferenceFigures ?? noInferenceFigures,
     sharedState,
   };
   let dnsCheck = false;
@@ -129,6 +131,7 @@ export async function startGateway(loaded: GatewayConfig, log: Logger, options: 
       (app as unknown as { close?: () => void }).close?.();
       replicas.stop();
       ctx.health.stop();
+      inference.close();
       await pool.close();
       await sharedState?.close();
       // What is still queued gets a moment to go out; a collector that is down costs no more than that.
@@ -206,8 +209,6 @@ export async function startGateway(loaded: GatewayConfig, log: Logger, options: 
 export interface GatewayOptions {
   /** How `replicas: dns` names are resolved (default: the system resolver or the entry's dns_servers). */
   readonly resolveAddresses?: ResolveAddresses;
-  /** A replica's load figures for /status (issue 36's scraper); default: none known. */
-  readonly inferenceFigures?: InferenceFiguresOf;
 }
 
 /** The longest the start waits for the first answers of the `replicas: dns` names. */

@@ -15,7 +15,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { evaluate, SeriesStore } from '../tools/dashboard/evaluate.mjs';
 import {
   allValues,
@@ -33,6 +33,7 @@ import {
   type Selector,
 } from '../tools/dashboard/promql.mjs';
 import { UPSTREAM_KEY, useGateway } from './support/gateway.js';
+import { startReplica, type Replica } from './support/replica-simulator.js';
 import { anchors } from './support/markdown.js';
 
 const ROOT = join(import.meta.dirname, '..');
@@ -159,10 +160,24 @@ const dashboardExprs = () => panelQueries(dashboard).map((q) => ({ ...q, where: 
 // ───────────────────────── a real gateway, real traffic ─────────────────────────
 
 describe('against a real gateway after real traffic', () => {
+  /** Two simulated vLLM / SGLang replicas of the alias `llama`, for the inference-aware row. */
+  const replicas: Replica[] = [];
+  afterAll(async () => {
+    for (const r of replicas.splice(0)) await r.close();
+  });
   const { gw, upstream } = useGateway({
-    gateway: (up) => ({
-      yaml: `
+    gateway: async (up) => {
+      for (const engine of ['vllm', 'sglang'] as const) replicas.push(await startReplica({ engine, maxRunning: 1, prefillMsPerBlock: 0.1, decodeMsPerToken: 0.1, outputTokens: 2 }));
+      const [a, b] = replicas as [Replica, Replica];
+      return {
+        yaml: `
 model_list:
+  - model_name: llama
+    params: { model: openai/meta-llama/Llama-3.1-8B-Instruct, api_base: "${a.apiBase}", server_metrics: vllm }
+    model_info: { id: llama-a }
+  - model_name: llama
+    params: { model: openai/meta-llama/Llama-3.1-8B-Instruct, api_base: "${b.apiBase}", server_metrics: sglang }
+    model_info: { id: llama-b }
   - model_name: chat
     params: { model: openai/fake-model, api_base: ${up.url}, api_key: ${UPSTREAM_KEY} }
     model_info: { id: east }
@@ -175,11 +190,14 @@ model_list:
   - model_name: embed
     params: { model: openai/fake-embed, api_base: ${up.url}, api_key: ${UPSTREAM_KEY} }
 router_settings:
+  routing_strategy: inference-aware
+  inference_routing: { metrics_interval_ms: 100 }
   num_retries: 2
   allowed_fails: 1000
   fallbacks: [{ chat: [backup] }]
 `,
-    }),
+      };
+    },
   });
   const store = new SeriesStore();
   let served: Served = new Map();
@@ -213,6 +231,41 @@ router_settings:
     // A 401, and the health routes that record the checks.
     expect((await gw.fetch('/v1/chat/completions', { method: 'POST', auth: false, body: '{}' })).status).toBe(401);
     for (const path of ['/ready', '/health']) expect((await gw.fetch(path, { auth: false })).status).toBe(200);
+    await inferenceTraffic();
+  }
+
+  /** The inference-aware row: a session's two turns (a load pick, then a prefix one), a shed request, failed scrapes. */
+  async function inferenceTraffic(): Promise<void> {
+    const fleet = gw.gateway.context.inference;
+    /** A good scrape of each replica that began after now (the second good one from now: scrapes never overlap). */
+    const scraped = async () => {
+      for (const id of ['llama-a', 'llama-b']) {
+        const scraper = fleet.scraperOf(id);
+        if (scraper === null) throw new Error(`no scraper for ${id}`);
+        const from = scraper.good;
+        while (scraper.good < from + 2) await scraper.next();
+      }
+    };
+    await scraped();
+    const llama = (messages: unknown[], headers: Record<string, string> = {}) => gw.fetch('/v1/chat/completions', { method: 'POST', headers, body: JSON.stringify({ model: 'llama', messages }) });
+    const turn = [{ role: 'system', content: `You answer from the documents given. ${'Cite each one. '.repeat(20)}${Date.now()}` }, { role: 'user', content: 'first' }];
+    for (let i = 0; i < 2; i++) expect((await llama(turn)).status).toBe(200);
+    // Every replica saturated (one running, five waiting each): a sheddable request is shed.
+    for (const r of replicas) r.pause();
+    const loads = replicas.flatMap((r) => Array.from({ length: 6 }, () => fetch(`${r.apiBase}/chat/completions`, { method: 'POST', body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'load' }] }) }).then((res) => res.arrayBuffer())));
+    for (const r of replicas) await r.waitFor(() => r.waiting() === 5);
+    await scraped();
+    expect((await llama([{ role: 'user', content: 'may wait' }], { 'x-switchyard-priority': 'sheddable' })).status).toBe(429);
+    for (const r of replicas) r.resume();
+    await Promise.all(loads);
+    // A replica's /metrics down for a scrape.
+    const b = replicas[1] as Replica;
+    const scraperB = fleet.scraperOf('llama-b');
+    const failures = scraperB?.failures ?? 0;
+    b.failMetrics(503);
+    while ((scraperB?.failures ?? 0) <= failures) await scraperB?.next();
+    b.failMetrics(null);
+    expect(fleet.scraperOf('llama-b')?.failures).toBeGreaterThan(failures);
   }
 
   async function scrape(): Promise<Sample[]> {

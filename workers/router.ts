@@ -9,6 +9,7 @@
  * `openai/http://x` cannot steer a request.
  */
 import type { RouterSettings, RoutingConfig, Upstream } from '../protocol/config.js';
+import type { PrefixIndex } from '../protocol/prefix-index.js';
 import type { RouteLabels } from '../protocol/frames.js';
 import { GatewayError } from '../protocol/errors.js';
 import { groupsOf, leadRoute } from '../protocol/routing-groups.js';
@@ -29,6 +30,8 @@ export interface Deployment {
   readonly limits: DeploymentLimits | null;
   /** Its group's name and its provider: the labels of the requests it serves. */
   readonly labels: RouteLabels;
+  /** A deployment with server_metrics: its prefix index, shared by every thread (protocol/prefix-index.ts); else null. */
+  readonly index: PrefixIndex | null;
 }
 
 export class Group {
@@ -47,6 +50,15 @@ export class Group {
   cursor = 0;
   /** Per pick: deployments refused on reservation (another thread was faster). Reused: a pick allocates nothing. */
   readonly refused: Uint8Array;
+  /** Some deployment has server_metrics: `inference-aware` scores this group (pick.ts); otherwise it is least-busy. */
+  readonly inference: boolean;
+  /** Per inference-aware pick: each deployment's prefix score, then its score. Reused like `refused`. */
+  readonly scores: Float64Array;
+  /**
+   * A request for this group hashes its prompt (the strategy is inference-aware, and this group or a
+   * fallback has server_metrics); set by the Router with the chain. A group that never does pays nothing.
+   */
+  hashesPrompt = false;
 
   constructor(name: string, deployments: Deployment[], lone: boolean, timeoutMs: number, labels: RouteLabels) {
     this.name = name;
@@ -55,6 +67,8 @@ export class Group {
     this.lone = lone;
     this.timeoutMs = timeoutMs;
     this.refused = new Uint8Array(deployments.length);
+    this.inference = deployments.some((d) => d.index !== null);
+    this.scores = new Float64Array(this.inference ? deployments.length : 0);
   }
 }
 
@@ -72,9 +86,14 @@ export class Router {
   readonly #rules: CompiledRule[];
   readonly maxResponseBytes: number;
   readonly settings: RouterSettings;
+  /** Some group hashes its requests' prompts (Group.hashesPrompt): the session loads the hasher. */
+  readonly hashesPrompts: boolean;
 
-  /** `limits`: the pod's rpm/tpm view (null: limits are not kept, as in tests of routing alone). */
-  constructor(routing: RoutingConfig, limits: DeploymentLimits | null = null) {
+  /**
+   * `limits`: the pod's rpm/tpm view (null: limits are not kept, as in tests of routing alone);
+   * `indexOf`: the prefix index of a deployment id with server_metrics (the session's, from the `indexes` frames).
+   */
+  constructor(routing: RoutingConfig, limits: DeploymentLimits | null = null, indexOf: (id: string) => PrefixIndex | null = () => null) {
     this.maxResponseBytes = routing.maxResponseBodyBytes;
     this.settings = routing.router;
     const specs = groupsOf(routing);
@@ -84,7 +103,8 @@ export class Router {
         if (route.credentials.kind === 'missing') return;
         const slot = spec.slots[i] ?? -1;
         const limited = slot >= 0 && (route.rpm > 0 || route.tpm > 0) ? limits : null;
-        deployments.push({ id: route.id, upstream: route, slot, weight: route.weight, order: route.order, cap: route.maxParallel, rpm: route.rpm, tpm: route.tpm, limits: limited, labels: { model: route.alias, provider: route.provider } });
+        const index = route.serverMetrics === null ? null : indexOf(route.id);
+        deployments.push({ id: route.id, upstream: route, slot, weight: route.weight, order: route.order, cap: route.maxParallel, rpm: route.rpm, tpm: route.tpm, limits: limited, labels: { model: route.alias, provider: route.provider }, index });
       });
       // A group whose replicas DNS has not given yet is routed, empty: 503 no_deployment_available (unless their key is missing).
       if (deployments.length === 0 && !spec.replicaSets.some((set) => set.entry.credentials.kind !== 'missing')) this.#uncredentialed.add(spec.name);
@@ -99,7 +119,9 @@ export class Router {
       group.fallbacks = this.#known(spec.fallbacks);
       group.contextWindowFallbacks = this.#known(spec.contextWindowFallbacks);
       group.chain = [group, ...group.fallbacks];
+      group.hashesPrompt = this.settings.strategy === 'inference-aware' && group.chain.some((g) => g.inference);
     }
+    this.hashesPrompts = [...this.#groups.values()].some((g) => g.hashesPrompt);
     this.#rules = routing.rules.map(({ patterns, ...base }, index) => ({ index, provider: base.provider, patterns: patterns.map(globToRegExp), base }));
   }
 
@@ -126,6 +148,7 @@ export class Router {
           tpm: 0,
           limits: null,
           labels: { model: `${provider}/*`, provider },
+          index: null,
         };
         return new Group(model, [deployment], true, rule.base.timeouts.totalMs, deployment.labels);
       }

@@ -9,10 +9,10 @@ describe('WorkerSession', () => {
   it('reads a call body before the frame handler returns: a lent body is reused by the sender from then on', async () => {
     let deliver: FrameHandler<ToWorker> | null = null;
     const answers: FromWorker[] = [];
-    const port: FrameSender<FromWorker> = { send: (frame) => answers.push(frame), lend: (frame) => answers.push(frame), close() {} };
-    const router = { strategy: 'simple-shuffle', numRetries: 2, retryAfterMs: 0, allowedFails: 3, cooldownMs: 30_000, fallbacks: [], contextWindowFallbacks: [], streamCommitTimeoutMs: 10_000, maxRetryWaitMs: 10_000, timeoutMs: null, limitWindowMs: 60_000 } as const;
+    const port: FrameSender<FromWorker> = { send: (frame) => answers.push(frame), lend: (frame) => answers.push(frame), share: (frame) => answers.push(frame), close() {} };
+    const router = { strategy: 'simple-shuffle', numRetries: 2, retryAfterMs: 0, allowedFails: 3, cooldownMs: 30_000, fallbacks: [], contextWindowFallbacks: [], streamCommitTimeoutMs: 10_000, maxRetryWaitMs: 10_000, timeoutMs: null, limitWindowMs: 60_000, inference: { metricsIntervalMs: 250, staleAfterMs: 2_000, weights: { prefix: 3, queue: 2, kvCache: 2 }, queueThreshold: 5, kvCacheThreshold: 0.8, prefixBlockChars: 64, prefixIndexBlocks: 65_536 } } as const;
     const routing = { version: 1, aliases: [], slots: [], replicaSets: [], rules: [], router, maxResponseBodyBytes: 1 << 20 };
-    new WorkerSession((onFrame) => ((deliver = onFrame), port), routing, { memory: deploymentStateMemory(1, 1), limits: deploymentLimitsMemory(1), worker: 0 });
+    new WorkerSession((onFrame) => ((deliver = onFrame), port), routing, { memory: deploymentStateMemory(1, 1), limits: deploymentLimitsMemory(1), worker: 0, indexes: {} });
 
     const lent = Buffer.from(JSON.stringify({ model: 'no-such-model', messages: [{ role: 'user', content: 'hi' }] }));
     (deliver as unknown as FrameHandler<ToWorker>)({ t: 'call', id: 7, op: 'chat', requestId: 'req-1' }, lent);

@@ -8,7 +8,9 @@
  */
 import { wholePayload, type ChannelEnd, type FrameSender, type Payload } from '../protocol/channel.js';
 import type { RoutingConfig } from '../protocol/config.js';
-import type { Backoff, CallFrame, FromWorker, HeaderList, RouteLabels, RoutingNotice, ToWorker, Usage, WorkerState } from '../protocol/frames.js';
+import type { Backoff, CallFrame, FromWorker, HeaderList, IndexGrant, InferencePick, RouteLabels, RoutingNotice, ToWorker, Usage, WorkerState } from '../protocol/frames.js';
+import { PrefixIndex, type PrefixIndexMemory } from '../protocol/prefix-index.js';
+import { loadPromptHasher, promptBlocks, type PromptHasher, type PromptMessage } from '../protocol/prefix-hash.js';
 import { DeploymentStates } from '../protocol/deployment-state.js';
 import { DeploymentLimits } from '../protocol/deployment-limits.js';
 import { GatewayError, isErrorCode, type ErrorCode } from '../protocol/errors.js';
@@ -39,6 +41,15 @@ export class WorkerSession {
   readonly #calls = new ChurnMap<number, ActiveCall>();
   readonly #states: DeploymentStates;
   readonly #limits: DeploymentLimits;
+  readonly #worker: number;
+  /** The prefix index of each deployment id with server_metrics, from the front's `indexes` frames (FrameSender.share). */
+  #indexes = new Map<string, { readonly memory: PrefixIndexMemory; readonly index: PrefixIndex }>();
+  /** The prompt hasher of the configured block size, once loaded (loaded when a config has a group that hashes). */
+  #hasher: PromptHasher | null = null;
+  #hasherLoading: Promise<PromptHasher> | null = null;
+  #hasherChars = 0;
+  /** Where prompts are hashed, one at a time (synchronously); each request keeps a copy of its hashes. */
+  readonly #blocks = promptBlocks();
   #router: Router;
   #env: RoutingEnv;
   /** count_tokens calls: anthropic deployments count themselves, every other is counted here (count-tokens.ts). */
@@ -48,12 +59,62 @@ export class WorkerSession {
   constructor(channel: ChannelEnd<ToWorker, FromWorker>, routing: RoutingConfig, state: WorkerState) {
     this.#states = new DeploymentStates(state.memory, state.worker);
     this.#limits = new DeploymentLimits(state.limits);
-    this.#router = new Router(routing, this.#limits);
+    this.#worker = state.worker;
+    this.#adopt(state.indexes);
+    this.#router = this.#routerFor(routing);
     this.#env = this.#envFor(this.#router);
     this.#countEnv = { ...this.#env, adapterFor: counterFor };
     this.#port = channel((frame, payload) => this.#onFrame(frame, payload));
     // The AWS credential chain's changes (bedrock deployments without keys) go to the front's readiness, status and log.
     onChainOutcome((outcome) => this.#port.send({ t: 'aws_chain_state', id: 0, ...outcome }));
+  }
+
+  /** The indexes of the config that follows: a surviving id keeps its object (same memory), a new one is opened, a gone one dropped. */
+  #adopt(grant: IndexGrant): void {
+    const next = new Map<string, { readonly memory: PrefixIndexMemory; readonly index: PrefixIndex }>();
+    for (const [id, memory] of Object.entries(grant)) {
+      const kept = this.#indexes.get(id);
+      next.set(id, kept !== undefined && kept.memory.buffer === memory.buffer ? kept : { memory, index: new PrefixIndex(memory, this.#worker) });
+    }
+    this.#indexes = next;
+  }
+
+  #routerFor(routing: RoutingConfig): Router {
+    const router = new Router(routing, this.#limits, (id) => this.#indexes.get(id)?.index ?? null);
+    // Loaded now (a few ms, once), so the first request that hashes finds it ready; a failure shows at that request.
+    if (router.hashesPrompts) this.#hasherFor(router.settings.inference.prefixBlockChars).catch(() => undefined);
+    return router;
+  }
+
+  /** The hasher of `blockChars`, loaded once per block size (the WebAssembly hash is instantiated by the first). */
+  #hasherFor(blockChars: number): Promise<PromptHasher> {
+    if (this.#hasherLoading === null || this.#hasherChars !== blockChars) {
+      this.#hasherChars = blockChars;
+      this.#hasher = null;
+      const loading = (this.#hasherLoading = loadPromptHasher(blockChars));
+      loading.then(
+        (hasher) => {
+          if (this.#hasherLoading === loading) this.#hasher = hasher;
+        },
+        () => undefined,
+      );
+    }
+    return this.#hasherLoading;
+  }
+
+  /**
+   * The chained block hashes of the request's chat messages (CONTRACT.md, Prefix affinity): a chat call's
+   * own, a Responses or Messages call's chat translation's; null for an operation without messages.
+   */
+  async #hashPrompt(blockChars: number, op: CallFrame['op'], body: Record<string, unknown>, replies: ClientSink): Promise<Int32Array | null> {
+    let messages: readonly unknown[] | null = null;
+    if (op === 'chat') messages = Array.isArray(body.messages) ? (body.messages as unknown[]) : null;
+    else if (replies instanceof ResponsesSink || (replies instanceof MessagesSink && op === 'messages')) messages = replies.chatMessages();
+    if (messages === null) return null;
+    const ready = this.#hasher;
+    const hasher = ready !== null && ready.blockChars === blockChars ? ready : await this.#hasherFor(blockChars);
+    const count = hasher.hash(messages as readonly PromptMessage[], this.#blocks);
+    return this.#blocks.hashes.slice(0, count);
   }
 
   #envFor(router: Router): RoutingEnv {
@@ -79,8 +140,11 @@ export class WorkerSession {
       case 'resume':
         this.#calls.get(frame.id)?.flow.resume();
         return;
+      case 'indexes':
+        this.#adopt(frame.indexes);
+        return;
       case 'config':
-        this.#router = new Router(frame.routing, this.#limits);
+        this.#router = this.#routerFor(frame.routing);
         forgetAddresses(frame.routing);
         this.#env = this.#envFor(this.#router);
         this.#countEnv = { ...this.#env, adapterFor: counterFor };
@@ -126,6 +190,8 @@ export class WorkerSession {
         prepare = (upstream) => messages.attempt(upstream);
       }
       const group = router.resolve(request.model);
+      // Inference-aware with server_metrics: the prompt's blocks, hashed once for all the request's picks.
+      const prompt = group.hashesPrompt ? await this.#hashPrompt(router.settings.inference.prefixBlockChars, frame.op, request.body, replies) : null;
       await routeCall(
         env,
         {
@@ -140,6 +206,8 @@ export class WorkerSession {
           flow: call.flow,
           trace,
           bodyBytes,
+          prompt,
+          sheddable: frame.sheddable === true,
         },
         replies,
       );
@@ -208,6 +276,8 @@ class FrameSink implements ClientSink {
   fallback: string | null = null;
   waitedMs = 0;
   backoff: Backoff | null = null;
+  /** An inference-aware pick's reason and prefix score (RoutingFacts.inference); null for any other. */
+  inference: InferencePick | null = null;
   #done = false;
 
   constructor(
@@ -216,7 +286,8 @@ class FrameSink implements ClientSink {
     readonly trace: CallTrace | null,
   ) {}
 
-  routed(deployment: string | null, attempts: number, fallback: string | null, labels: RouteLabels, waitedMs: number, backoff: Backoff | null): void {
+  routed(deployment: string | null, attempts: number, fallback: string | null, labels: RouteLabels, waitedMs: number, backoff: Backoff | null, inference: InferencePick | null = null): void {
+    this.inference = inference;
     this.deployment = deployment;
     this.attempts = attempts;
     this.fallback = fallback;
@@ -228,14 +299,18 @@ class FrameSink implements ClientSink {
   reply(status: number, contentType: string, headers: HeaderList, body: Payload, usage: Usage | null, upstreamMs: number): void {
     if (!this.#finish()) return;
     const { deployment, attempts, fallback, waitedMs, backoff, trace } = this;
-    const frame = { t: 'reply', id: this.id, status, contentType, headers, labels: this.labels, usage, upstreamMs, deployment, attempts, fallback, waitedMs, backoff } as const;
+    const plain = { t: 'reply', id: this.id, status, contentType, headers, labels: this.labels, usage, upstreamMs, deployment, attempts, fallback, waitedMs, backoff } as const;
+    // Only an inference-aware pick's frame carries its facts: every other is as it was.
+    const frame = this.inference === null ? plain : { ...plain, inference: this.inference };
     if (trace === null) return this.port.lend(frame, body);
     trace.observe(body, false);
     this.port.lend({ ...frame, trace: trace.facts() }, body);
   }
   head(headers: HeaderList): void {
     const { deployment, attempts, fallback, waitedMs, backoff } = this;
-    if (!this.#done) this.port.send({ t: 'head', id: this.id, headers, labels: this.labels, deployment, attempts, fallback, waitedMs, backoff });
+    if (this.#done) return;
+    const frame = { t: 'head', id: this.id, headers, labels: this.labels, deployment, attempts, fallback, waitedMs, backoff } as const;
+    this.port.send(this.inference === null ? frame : { ...frame, inference: this.inference });
   }
   data(bytes: Payload): void {
     if (this.#done) return;
@@ -251,7 +326,8 @@ class FrameSink implements ClientSink {
     if (!this.#finish()) return;
     const { deployment, attempts, fallback, waitedMs, backoff } = this;
     const labels = this.labels === UNROUTED ? null : this.labels;
-    const frame = { t: 'fail', id: this.id, code: error.code, message: error.message, labels, headers, events: error.events, deployment, attempts, fallback, waitedMs, backoff } as const;
+    const plain = { t: 'fail', id: this.id, code: error.code, message: error.message, labels, headers, events: error.events, deployment, attempts, fallback, waitedMs, backoff } as const;
+    const frame = this.inference === null ? plain : { ...plain, inference: this.inference };
     this.port.send(this.trace === null ? frame : { ...frame, trace: this.trace.facts() });
   }
   #finish(): boolean {

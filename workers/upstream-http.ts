@@ -9,7 +9,6 @@
  * rest of the worker's work (the profile in loadtest/RESULTS.md).
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { isIPv6 } from 'node:net';
 import type { Dispatcher } from 'undici';
 // Pool's own module, not undici's index: the index loads fetch, WebSocket, caches and mocks
 // as well, which is 3× the load time (150 ms against 50 ms on one core) and heap in every
@@ -17,6 +16,7 @@ import type { Dispatcher } from 'undici';
 // import, so that tools/bundle.mjs bundles it into the worker.
 import Pool from 'undici/lib/dispatcher/pool.js';
 import { GatewayError, type ErrorCode } from '../protocol/errors.js';
+import { pinnedLookup } from '../protocol/pinned-lookup.js';
 
 type Pool = InstanceType<typeof Pool>;
 
@@ -58,17 +58,6 @@ export function forgetAddresses(routing: { readonly aliases: readonly { readonly
     pools.delete(key);
     pool?.close().catch(noop);
   }
-}
-
-type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | Array<{ address: string; family: number }>, family?: number) => void;
-
-/** A `net.connect` lookup that answers `address` whatever the name; `all` is what Node asks for when it races address families. */
-function pinnedLookup(address: string): (hostname: string, options: { all?: boolean }, callback: LookupCallback) => void {
-  const family = isIPv6(address) ? 6 : 4;
-  return (_hostname, options, callback) => {
-    if (options.all === true) callback(null, [{ address, family }]);
-    else callback(null, address, family);
-  };
 }
 
 const targets = new Map<string, { origin: string; basePath: string }>();

@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { parse as parseYaml, YAMLParseError } from 'yaml';
 import { z } from 'zod';
-import type { AliasRoute, Credentials, FallbackList, ReplicaSet, RouterSettings, RoutingConfig, RuleRoute, Timeouts, Upstream } from '../../protocol/config.js';
+import type { AliasRoute, Credentials, FallbackList, InferenceRouting, ReplicaSet, RouterSettings, RoutingConfig, RuleRoute, Timeouts, Upstream } from '../../protocol/config.js';
 import { PROVIDER_NAMES, isProviderName, type ProviderName, type ProviderSettings } from '../../protocol/providers.js';
 import { PROVIDER_CONFIGS } from '../../workers/providers/configs.js';
 import { foreignParamKeys } from './provider-params.js';
@@ -34,6 +34,8 @@ export const DEFAULTS = {
   health: { checkTimeoutMs: 5_000, startupDelayMs: 0, cacheTtlMs: 1_000, probeBudgetMs: 900, eventLoopDelayMs: 200 },
   // CONTRACT.md, Routing for high volume: LiteLLM's defaults where it has them.
   router: { strategy: 'simple-shuffle', numRetries: 2, retryAfterMs: 0, allowedFails: 3, cooldownMs: 30_000, streamCommitTimeoutMs: 10_000, maxRetryWaitMs: 10_000, limitWindowMs: 60_000 },
+  // CONTRACT.md, Inference-aware routing: the contract's values (the Inference Extension's where it has them; docs/ROUTING.md).
+  inference: { metricsIntervalMs: 250, weights: { prefix: 3, queue: 2, kvCache: 2 }, queueThreshold: 5, kvCacheThreshold: 0.8, prefixBlockChars: 64, prefixIndexBlocks: 65_536 },
   deployment: { weight: 1, order: 1 },
 } as const;
 
@@ -199,6 +201,10 @@ export function parseConfig(text: string, source: string, env: Env = process.env
     perAlias.set(entry.model_name, n + 1);
     const id = entry.model_info?.id ?? `${entry.model_name}-${n}`;
     claim(id, `model_list[${i}]`, `model_list[${i}].model_info.id`);
+    const serverMetrics = params.server_metrics ?? null;
+    if (serverMetrics !== null && params.api_base === undefined && params.replicas === undefined) {
+      throw new ConfigError(`${source}: ${at}.server_metrics: needs the deployment's own api_base or replicas (its /metrics is read at each one's origin)`);
+    }
     const context = { env, dropParams, at: `${source}: ${at}` };
     const route: AliasRoute = Object.freeze({
       alias: entry.model_name,
@@ -208,6 +214,7 @@ export function parseConfig(text: string, source: string, env: Env = process.env
       maxParallel: params.max_parallel_requests ?? 0,
       rpm: params.rpm ?? 0,
       tpm: params.tpm ?? 0,
+      serverMetrics,
       upstreamModel: params.model.slice(slash + 1),
       replica: null,
       ...resolveUpstream(provider, params, context),
@@ -302,7 +309,7 @@ function resolveRouter(file: ConfigFile, groups: ReadonlySet<string>, source: st
   const strategy = r.routing_strategy;
   const ms = (s: number | undefined, fallback: number) => (s === undefined ? fallback : Math.round(s * 1000));
   return Object.freeze({
-    strategy: strategy === 'least-busy' || strategy === 'latency-based-routing' ? strategy : DEFAULTS.router.strategy,
+    strategy: strategy === 'least-busy' || strategy === 'latency-based-routing' || strategy === 'inference-aware' ? strategy : DEFAULTS.router.strategy,
     numRetries: r.num_retries ?? l.num_retries ?? DEFAULTS.router.numRetries,
     retryAfterMs: ms(r.retry_after, DEFAULTS.router.retryAfterMs),
     // 0 and 1 both cool on the first failure: a deployment is never cooled before it failed.
@@ -314,6 +321,26 @@ function resolveRouter(file: ConfigFile, groups: ReadonlySet<string>, source: st
     maxRetryWaitMs: ms(r.max_retry_wait, DEFAULTS.router.maxRetryWaitMs),
     timeoutMs: r.timeout === undefined ? null : Math.round(r.timeout * 1000),
     limitWindowMs: ms(r.limit_window, DEFAULTS.router.limitWindowMs),
+    inference: resolveInference(r.inference_routing ?? {}, source),
+  });
+}
+
+/** `router_settings.inference_routing` with its defaults; weights that would score every replica alike are refused. */
+function resolveInference(i: NonNullable<NonNullable<ConfigFile['router_settings']>['inference_routing']>, source: string): InferenceRouting {
+  const d = DEFAULTS.inference;
+  const w = i.weights ?? {};
+  const weights = Object.freeze({ prefix: w.prefix ?? d.weights.prefix, queue: w.queue ?? d.weights.queue, kvCache: w.kv_cache ?? d.weights.kvCache });
+  if (weights.prefix + weights.queue + weights.kvCache === 0) throw new ConfigError(`${source}: router_settings.inference_routing.weights: at least one weight must be above 0`);
+  const metricsIntervalMs = i.metrics_interval_ms ?? d.metricsIntervalMs;
+  return Object.freeze({
+    metricsIntervalMs,
+    // CONTRACT.md: stale after max(2 s, 3 × metrics_interval_ms).
+    staleAfterMs: Math.max(2_000, 3 * metricsIntervalMs),
+    weights,
+    queueThreshold: i.queue_threshold ?? d.queueThreshold,
+    kvCacheThreshold: i.kv_cache_threshold ?? d.kvCacheThreshold,
+    prefixBlockChars: i.prefix_block_chars ?? d.prefixBlockChars,
+    prefixIndexBlocks: i.prefix_index_blocks ?? d.prefixIndexBlocks,
   });
 }
 

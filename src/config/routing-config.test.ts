@@ -19,6 +19,9 @@ function configError(yaml: string): string {
   throw new Error('expected a ConfigError');
 }
 
+/** CONTRACT.md's inference_routing defaults, resolved (stale after max(2 s, 3 × 250 ms)). */
+const DEFAULT_INFERENCE = { metricsIntervalMs: 250, staleAfterMs: 2_000, weights: { prefix: 3, queue: 2, kvCache: 2 }, queueThreshold: 5, kvCacheThreshold: 0.8, prefixBlockChars: 64, prefixIndexBlocks: 65_536 };
+
 const TWO_GROUPS = `
 model_list:
   - model_name: chat
@@ -45,7 +48,9 @@ describe('routing config', () => {
       maxRetryWaitMs: 10_000,
       timeoutMs: null,
       limitWindowMs: 60_000,
+      inference: DEFAULT_INFERENCE,
     });
+    expect(routing.aliases.every((a) => a.serverMetrics === null)).toBe(true);
     expect(routing.aliases.map((a) => [a.id, a.weight, a.order, a.maxParallel])).toEqual([
       ['east', 3, 1, 200],
       ['chat-1', 1, 1, 0],
@@ -81,6 +86,7 @@ router_settings:
       maxRetryWaitMs: 4500,
       timeoutMs: 90_000,
       limitWindowMs: 60_000,
+      inference: DEFAULT_INFERENCE,
     });
   });
 
@@ -158,5 +164,81 @@ route_rules:
     params: { weight: 2, order: 1, max_parallel_requests: 3 }
 `);
     expect(warnings).toHaveLength(3);
+  });
+
+  describe('inference-aware routing (CONTRACT.md, Inference-aware routing for self-hosted servers)', () => {
+    const FLEET = `
+model_list:
+  - model_name: llama
+    params: { model: openai/meta-llama/Llama-3.1-8B-Instruct, api_base: "http://10.0.0.1:8000/v1", server_metrics: vllm }
+    model_info: { id: a }
+  - model_name: llama
+    params: { model: openai/meta-llama/Llama-3.1-8B-Instruct, api_base: "http://10.0.0.2:30000/v1", server_metrics: sglang }
+    model_info: { id: b }
+`;
+
+    it('server_metrics per deployment, the strategy, and inference_routing with every key set', () => {
+      const { routing, warnings } = parse(`${FLEET}
+router_settings:
+  routing_strategy: inference-aware
+  inference_routing:
+    metrics_interval_ms: 1000
+    weights: { prefix: 1, queue: 0, kv_cache: 0.5 }
+    queue_threshold: 8
+    kv_cache_threshold: 0.9
+    prefix_block_chars: 128
+    prefix_index_blocks: 1024
+`);
+      expect(warnings).toEqual([]);
+      expect(routing.aliases.map((a) => [a.id, a.serverMetrics])).toEqual([
+        ['a', 'vllm'],
+        ['b', 'sglang'],
+      ]);
+      expect(routing.router.strategy).toBe('inference-aware');
+      // Stale after max(2 s, 3 periods): 3 s for a 1 s period.
+      expect(routing.router.inference).toEqual({ metricsIntervalMs: 1000, staleAfterMs: 3000, weights: { prefix: 1, queue: 0, kvCache: 0.5 }, queueThreshold: 8, kvCacheThreshold: 0.9, prefixBlockChars: 128, prefixIndexBlocks: 1024 });
+    });
+
+    it('partial weights keep the other defaults; unknown keys inside inference_routing are warned about by name', () => {
+      const { routing, warnings } = parse(`${FLEET}
+router_settings:
+  routing_strategy: inference-aware
+  inference_routing: { weights: { prefix: 5, latency: 1 }, scorer: precise }
+`);
+      expect(routing.router.inference.weights).toEqual({ prefix: 5, queue: 2, kvCache: 2 });
+      expect(warnings).toEqual([
+        'routing.yaml: "router_settings.inference_routing.scorer" is not supported by Switchyard and is ignored',
+        'routing.yaml: "router_settings.inference_routing.weights.latency" is not supported by Switchyard and is ignored',
+      ]);
+    });
+
+    it.each([
+      ['server_metrics: tgi', 'model_list[0].params.server_metrics'],
+      ['metrics_interval_ms: 0', 'router_settings.inference_routing.metrics_interval_ms'],
+      ['metrics_interval_ms: 2.5', 'router_settings.inference_routing.metrics_interval_ms'],
+      ['weights: { queue: -1 }', 'router_settings.inference_routing.weights.queue'],
+      ['weights: { prefix: 0, queue: 0, kv_cache: 0 }', 'router_settings.inference_routing.weights: at least one weight must be above 0'],
+      ['queue_threshold: 0', 'router_settings.inference_routing.queue_threshold'],
+      ['kv_cache_threshold: 1.5', 'router_settings.inference_routing.kv_cache_threshold'],
+      ['kv_cache_threshold: 0', 'router_settings.inference_routing.kv_cache_threshold'],
+      ['prefix_block_chars: "64"', 'router_settings.inference_routing.prefix_block_chars'],
+      ['prefix_index_blocks: 0', 'router_settings.inference_routing.prefix_index_blocks'],
+    ])('%s is refused, naming %s', (setting, named) => {
+      const yaml = setting.startsWith('server_metrics')
+        ? `model_list:\n  - model_name: llama\n    params: { model: openai/x, api_base: "http://10.0.0.1:8000/v1", ${setting} }\n`
+        : `${FLEET}router_settings:\n  inference_routing: { ${setting} }\n`;
+      expect(configError(yaml)).toContain(named);
+    });
+
+    it('server_metrics needs the deployment own api_base (a mock, or the provider default host, has no /metrics of ours)', () => {
+      expect(configError('model_list:\n  - model_name: llama\n    params: { model: openai/x, server_metrics: vllm }\n')).toBe(
+        "routing.yaml: model_list[0].params.server_metrics: needs the deployment's own api_base (its /metrics is read at the api_base's origin)",
+      );
+    });
+
+    it('route rules are not deployments: server_metrics there is warned about', () => {
+      const { warnings } = parse('route_rules:\n  - provider: openai\n    params: { api_base: "http://10.0.0.1:8000/v1", server_metrics: vllm }\n');
+      expect(warnings).toContain('routing.yaml: "route_rules[0].params.server_metrics" is not supported by Switchyard and is ignored');
+    });
   });
 });

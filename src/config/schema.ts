@@ -45,12 +45,14 @@ export const paramsSchema = z.looseObject({
   rpm: z.number().int().positive().max(1_000_000_000).optional(),
   /** LiteLLM's tokens per minute, counted as CONTRACT.md's Shared state section says. */
   tpm: z.number().int().positive().max(1_000_000_000_000).optional(),
+  /** The server publishes its load at `<api_base origin>/metrics` in these names (CONTRACT.md, Inference-aware routing). */
+  server_metrics: z.enum(['vllm', 'sglang']).optional(),
   // Replicas (CONTRACT.md, Inference-aware routing): `replicas`, `dns_refresh`, `dns_servers` (src/config/replicas.ts).
   ...replicaParamsShape,
 });
 
-/** The params of a route rule: a rule is not a deployment, so it has no model, weight, order, cap, limits or replicas. */
-const ruleParamsSchema = paramsSchema.omit({ model: true, weight: true, order: true, max_parallel_requests: true, rpm: true, tpm: true, replicas: true, dns_refresh: true, dns_servers: true });
+/** The params of a route rule: a rule is not a deployment, so it has no model, weight, order, cap, limits, replicas or server metrics. */
+const ruleParamsSchema = paramsSchema.omit({ model: true, weight: true, order: true, max_parallel_requests: true, rpm: true, tpm: true, replicas: true, dns_refresh: true, dns_servers: true, server_metrics: true });
 
 /** A deployment id: printable ASCII without spaces, as it appears in headers, metrics and logs. LiteLLM writes some as numbers. */
 const deploymentId = z
@@ -78,8 +80,25 @@ const routeRuleSchema = z.looseObject({
 const fallbacksSchema = z.array(z.record(z.string().min(1), z.array(z.string().min(1))));
 
 /** The strategies Switchyard implements; LiteLLM's others load with a warning and route as simple-shuffle. */
-export const ROUTING_STRATEGIES = ['simple-shuffle', 'least-busy', 'latency-based-routing'] as const;
+export const ROUTING_STRATEGIES = ['simple-shuffle', 'least-busy', 'latency-based-routing', 'inference-aware'] as const;
 export const LITELLM_ONLY_STRATEGIES = ['usage-based-routing', 'usage-based-routing-v2', 'cost-based-routing'] as const;
+
+const weight = z.number().nonnegative().finite();
+
+/** `router_settings.inference_routing` (CONTRACT.md, Inference-aware routing); Switchyard's own, defaults in load.ts. */
+const inferenceRoutingSchema = z.looseObject({
+  /** Scrape period per deployment with server_metrics, ms. */
+  metrics_interval_ms: z.number().int().min(10).max(60_000).optional(),
+  weights: z.looseObject({ prefix: weight.optional(), queue: weight.optional(), kv_cache: weight.optional() }).optional(),
+  /** Waiting requests (scraped, plus this pod's calls since) that make a replica saturated. */
+  queue_threshold: z.number().int().positive().optional(),
+  /** KV-cache use, 0..1, that makes a replica saturated. */
+  kv_cache_threshold: z.number().positive().max(1).optional(),
+  /** Characters per prompt block. */
+  prefix_block_chars: z.number().int().min(1).max(65_536).optional(),
+  /** Entries of each replica's prefix index (about 24 bytes each). */
+  prefix_index_blocks: z.number().int().min(1).max(4_194_304).optional(),
+});
 
 /** LiteLLM's `router_settings` keys that Switchyard honours; any other is warned about by name. */
 const routerSettingsSchema = z.looseObject({
@@ -101,6 +120,7 @@ const routerSettingsSchema = z.looseObject({
   redis_password: z.string().optional(),
   /** For tests only: the length of the rpm/tpm window in seconds (default 60, the minute LiteLLM's keys mean). */
   limit_window: seconds.optional(),
+  inference_routing: inferenceRoutingSchema.optional(),
 });
 
 /** `litellm_settings`: its retry and fallback keys route (`router_settings` wins when both set one); `drop_params` is every deployment's default. */
@@ -179,6 +199,9 @@ export function unsupportedKeys(file: ConfigFile): string[] {
     if (rule.params) extra(rule.params, Object.keys(ruleParamsSchema.shape), `route_rules[${i}].params.`);
   });
   if (file.router_settings) extra(file.router_settings, Object.keys(routerSettingsSchema.shape), 'router_settings.');
+  const inference = file.router_settings?.inference_routing;
+  if (inference) extra(inference, Object.keys(inferenceRoutingSchema.shape), 'router_settings.inference_routing.');
+  if (inference?.weights) extra(inference.weights, Object.keys(inferenceRoutingSchema.shape.weights.unwrap().shape), 'router_settings.inference_routing.weights.');
   if (file.litellm_settings) extra(file.litellm_settings, Object.keys(litellmSettingsSchema.shape), 'litellm_settings.');
   if (file.limits) extra(file.limits, Object.keys(limitsSchema.shape), 'limits.');
   if (file.server) extra(file.server, Object.keys(serverSchema.shape), 'server.');

@@ -13,8 +13,8 @@ import type { StreamKeepalive } from './keepalive.js';
 import type { Lifecycle } from './lifecycle.js';
 import type { Tracing } from '../tracing/tracing.js';
 import type { ReplicaDns } from '../supervisor/replica-dns.js';
-import type { InferenceFiguresOf } from './replica-status.js';
 import type { SharedStateView } from '../shared-state/fleet.js';
+import type { InferenceFleet } from '../inference/fleet.js';
 
 export interface FrontContext {
   /** Swapped whole on reload; handlers read it per request. */
@@ -24,6 +24,8 @@ export interface FrontContext {
   readonly pool: WorkerPool;
   /** The pod's shared deployment state and the slot of each deployment id (status and metrics read it). */
   readonly deployments: DeploymentSlots;
+  /** Deployments with server_metrics: their scrapers and prefix indexes (status and metrics read their figures). */
+  readonly inference: InferenceFleet;
   /** What the workers reported of the AWS credential chain (bedrock deployments without keys), per region. */
   readonly awsChain: AwsChainStates;
   readonly health: HealthSupervisor;
@@ -39,8 +41,6 @@ export interface FrontContext {
   readonly tracing: Tracing | null;
   /** The resolution of the `replicas: dns` entries (/status reads it). */
   readonly replicas: ReplicaDns;
-  /** Each replica's load figures for /status (the inference scraper's), null when not scraped. */
-  readonly inferenceFigures: InferenceFiguresOf;
   /** Limits and cooldowns shared through Redis (src/shared-state/); null without a redis_url: `shared_state: off`. */
   readonly sharedState: SharedStateView | null;
 }

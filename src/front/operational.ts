@@ -15,6 +15,7 @@ import type { DeploymentCredentials, ModelStatus } from './status-schemas.js';
 import { isoOrNull, type AwsChainStates } from '../supervisor/aws-chain.js';
 import { send, sendError, sendJson, type Exchange } from './http.js';
 import { replicaSetsStatus } from './replica-status.js';
+import type { InferenceFigures } from '../inference/fleet.js';
 
 /** spec 000, Health object; CONTRACT.md: the same body on /health/live and /health/liveliness. */
 const LIVE_BODY = JSON.stringify({ object: 'health', status: 'ok' });
@@ -95,8 +96,8 @@ function modelStatus(group: GroupSpec, ctx: FrontContext, now: number): ModelSta
     routable: group.deployments.some((d) => d.credentials.kind !== 'missing'),
     routing_strategy: ctx.config.routing.router.strategy,
     fallbacks: [...group.fallbacks],
-    deployments: group.deployments.map((d, i) => deploymentStatus(d, group.slots[i] as number, states, ctx.awsChain, now)),
-    replica_sets: replicaSetsStatus(group, { states, replicas: ctx.replicas, inferenceFigures: ctx.inferenceFigures }, now),
+    deployments: group.deployments.map((d, i) => withInference(deploymentStatus(d, group.slots[i] as number, states, ctx.awsChain, now), ctx.inference.inferenceFigures(d.id, now))),
+    replica_sets: replicaSetsStatus(group, { states, replicas: ctx.replicas, inferenceFigures: (id) => ctx.inference.inferenceFigures(id, now) }, now),
   };
 }
 
@@ -133,6 +134,11 @@ function deploymentStatus(d: AliasRoute, slot: number, states: DeploymentStates,
     last_error: s.lastError,
     credentials: credentialsStatus(d, chains),
   };
+}
+
+/** A deployment with server_metrics shows its figures (InferenceFleet.inferenceFigures); any other is as it was. */
+function withInference<T extends object>(status: T, figures: InferenceFigures | null): T | (T & { inference: InferenceFigures }) {
+  return figures === null ? status : { ...status, inference: figures };
 }
 
 export function statusModels(ctx: FrontContext, ex: Exchange): void {

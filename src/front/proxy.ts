@@ -37,6 +37,7 @@ export function providerHandler(ctx: FrontContext, route: RouteSpec, op: Operati
     // The HTTP errors of a request that carries anthropic-version are Anthropic's on every route (server.ts's rule), its stream stays its route's.
     const anthropicErrors = messages || req.getHeader('anthropic-version') !== '';
     const call = new ProviderCall(ctx, route, res, requestId, span, asksToClose(req), messages ? anthropicHeaders(req) : null, anthropicErrors);
+    call.sheddable = isSheddable(req.getHeader('x-switchyard-priority'));
     // The server has refused a malformed Content-Length (a framing error); none means chunked or empty.
     const declared = contentLength === '' ? null : Number(contentLength);
     res.onAborted(() => call.onAborted());
@@ -58,6 +59,17 @@ export function providerHandler(ctx: FrontContext, route: RouteSpec, op: Operati
       call.start(op, outcome.body);
     });
   };
+}
+
+/**
+ * CONTRACT.md, Inference-aware routing, Shedding: `x-switchyard-priority: sheddable` or a negative integer
+ * may be shed; `0`, a positive integer and absent are normal. Any other value (a typo, `high`, `-1.5`) is
+ * normal too: a priority the gateway cannot read never costs the caller its answer (docs/ROUTING.md).
+ */
+export function isSheddable(priority: string): boolean {
+  if (priority === '') return false;
+  const value = priority.trim().toLowerCase();
+  return value === 'sheddable' || /^-0*[1-9][0-9]*$/.test(value);
 }
 
 /**
@@ -97,6 +109,8 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
   #facts: SpanFacts | null = null;
   #usage: Usage | null = null;
   bytesIn = 0;
+  /** x-switchyard-priority said the request may be shed. */
+  sheddable = false;
   #bytesOut = 0;
   #finished = false;
   lastWrite = 0;
@@ -122,7 +136,7 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
     // The in-flight and open-stream gauges read these counters when scraped.
     this.#ctx.counters.inFlight++;
     this.ex.calledAt = performance.now();
-    this.#id = this.#ctx.pool.call(op, this.ex.requestId, body, this, this.#span === null ? null : this.#span.context, this.#anthropic);
+    this.#id = this.#ctx.pool.call(op, this.ex.requestId, body, this, this.#span === null ? null : this.#span.context, this.#anthropic, this.sheddable);
   }
 
   onAborted(): void {
@@ -342,6 +356,8 @@ class ProviderCall implements CallHandlers, KeptAlive, Interruptible {
     if (overheadMs >= 0) series.model.overhead.observe(overheadMs / 1000);
     const routing = this.ex.routing ?? null;
     if (routing !== null && (routing.attempts > 1 || routing.fallback !== null)) ctx.metrics.recordRouting(model, routing);
+    if (routing?.inference !== undefined) ctx.metrics.recordInferencePick(model, routing.inference);
+    if (this.#error === 'capacity_exhausted') ctx.metrics.inferenceShed.inc({ model });
     const usage = this.#usage;
     if (usage) {
       series.model.promptTokens.inc(usage.prompt);

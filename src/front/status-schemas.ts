@@ -39,6 +39,15 @@ export const deploymentCredentialsSchema = z.object({
   error: z.string().nullable(),
 });
 
+/** A deployment with server_metrics: its server's figures as last scraped and its prefix index's size (CONTRACT.md, Inference-aware routing). */
+export const inferenceFiguresSchema = z.object({
+  waiting: z.number().int().nullable(),
+  running: z.number().int().nullable(),
+  kv_cache: z.number().nullable(),
+  metrics_age_ms: z.number().int().nullable(),
+  prefix_index_entries: z.number().int(),
+});
+
 /** One deployment of an alias with its live routing state (CONTRACT.md, Routing for high volume). */
 export const deploymentStatusSchema = z.object({
   id: z.string(),
@@ -56,6 +65,8 @@ export const deploymentStatusSchema = z.object({
   failures_last_minute: z.number().int(),
   last_error: z.object({ code: z.string(), status: z.number().int(), at: z.string() }).nullable(),
   credentials: deploymentCredentialsSchema,
+  /** Only on a deployment with server_metrics. */
+  inference: inferenceFiguresSchema.optional(),
 });
 
 /**
@@ -106,7 +117,7 @@ export const modelStatusSchema = z.object({
   credentials: z.enum(['present', 'missing', 'not_required', 'aws_chain']),
   credentials_source: z.string().nullable(),
   routable: z.boolean(),
-  routing_strategy: z.enum(['simple-shuffle', 'least-busy', 'latency-based-routing']),
+  routing_strategy: z.enum(['simple-shuffle', 'least-busy', 'latency-based-routing', 'inference-aware']),
   fallbacks: z.array(z.string()),
   deployments: z.array(deploymentStatusSchema),
   /** The alias's entries with `replicas`; empty when it has none. */

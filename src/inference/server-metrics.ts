@@ -29,7 +29,9 @@
  * [0, 1]. So a present figure is always a finite number.
  */
 
-export type ServerMetricsKind = 'vllm' | 'sglang';
+import type { ServerMetricsKind } from '../../protocol/config.js';
+
+export type { ServerMetricsKind };
 
 /** One scrape's figures; `null` where the text had no usable sample. */
 export interface ServerFigures {

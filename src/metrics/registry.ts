@@ -18,7 +18,7 @@ import type { RoutingConfig } from '../../protocol/config.js';
 import type { DeploymentStates } from '../../protocol/deployment-state.js';
 import type { DeploymentLimits } from '../../protocol/deployment-limits.js';
 import type { SharedStateView } from '../shared-state/fleet.js';
-import type { RoutingFacts } from '../../protocol/frames.js';
+import type { InferencePick, RoutingFacts } from '../../protocol/frames.js';
 import { CounterFamily, HistogramFamily, ScrapedCounter, type CounterSeries, type HistogramSeries } from './families.js';
 import { statusClass } from './status-class.js';
 
@@ -31,6 +31,8 @@ const HEALTH_VALUE: Readonly<Record<HealthStatus, number>> = { healthy: 1, degra
 
 /** Gaps between a stream's data events: 0.5 ms to 2.5 s (a token every 10-100 ms is common; a stall shows in the top buckets). */
 const PACING_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02, 0.035, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1, 2.5];
+/** An inference-aware pick's prefix score, 0..1: none held, an eighth, a quarter, half, three quarters, nearly all, all. */
+const PREFIX_RATIO_BUCKETS = [0, 0.125, 0.25, 0.5, 0.75, 0.9, 0.99, 1];
 /** The gateway's own share of the time to headers: 50 µs (a quiet pod) to 1 s (a retry_after wait, a pod out of CPU). */
 const OVERHEAD_BUCKETS = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
 
@@ -77,6 +79,8 @@ export interface MetricSources {
   readonly config: { readonly routing: RoutingConfig };
   /** Null when tracing is off. */
   readonly tracing: { readonly dropped: number } | null;
+  /** Deployments with server_metrics: their scrapers' failures (src/inference/fleet.ts). */
+  readonly inference: { scrapeFailures(): Array<{ model: string; replica: string; failures: number }> };
 }
 
 export class GatewayMetrics {
@@ -189,6 +193,33 @@ export class GatewayMetrics {
     this.registry,
   );
 
+  // ── inference-aware routing (CONTRACT.md, Inference-aware routing, Visible): from the routing facts of each answer ──
+  readonly inferencePicks = new CounterFamily(
+    {
+      name: 'switchyard_inference_picks_total',
+      help: 'Inference-aware picks of the replica that answered, by model alias and reason (prefix, load, all_saturated, no_metrics)',
+      labelNames: ['model', 'reason'] as const,
+    },
+    this.registry,
+  );
+  readonly prefixMatchRatio = new HistogramFamily(
+    {
+      name: 'switchyard_inference_prefix_match_ratio',
+      help: "Inference-aware picks: the share of the prompt's leading blocks the chosen replica's prefix index held, by model alias",
+      labelNames: ['model'] as const,
+      buckets: PREFIX_RATIO_BUCKETS,
+    },
+    this.registry,
+  );
+  readonly inferenceShed = new CounterFamily(
+    {
+      name: 'switchyard_inference_shed_total',
+      help: 'Sheddable requests answered 429 capacity_exhausted because every replica with fresh metrics was saturated, by model alias',
+      labelNames: ['model'] as const,
+    },
+    this.registry,
+  );
+
   // ── gateway state, read when scraped ──
   #sources: MetricSources | null = null;
 
@@ -207,6 +238,7 @@ export class GatewayMetrics {
   readonly limitUsed: Gauge<'model' | 'deployment' | 'limit'>;
   readonly limitAdmitted: ScrapedCounter;
   readonly limitRefused: ScrapedCounter;
+  readonly scrapeFailures: ScrapedCounter;
 
   readonly #byResult = new Map<string, ResultSeries>();
   readonly #byModel = new Map<string, ModelSeries>();
@@ -375,6 +407,21 @@ export class GatewayMetrics {
       this.registry,
       () => [{ labels: {}, value: sources()?.tracing?.dropped ?? 0 }],
     );
+    this.scrapeFailures = new ScrapedCounter(
+      {
+        name: 'switchyard_inference_scrape_failures_total',
+        help: "Scrapes of a deployment's server /metrics that gave no usable figures (unreachable, slow, not 200, figures missing), by model alias and replica (deployment id)",
+        labelNames: ['model', 'replica'],
+      },
+      this.registry,
+      () => (sources()?.inference.scrapeFailures() ?? []).map((f) => ({ labels: { model: f.model, replica: f.replica }, value: f.failures })),
+    );
+  }
+
+  /** An answer whose replica an inference-aware pick chose: why, and how much of its prompt that replica held. */
+  recordInferencePick(model: string, pick: InferencePick): void {
+    this.inferencePicks.inc({ model, reason: pick.reason });
+    this.prefixMatchRatio.observe({ model }, pick.ratio);
   }
 
   /** A finished request that took more than one attempt or was served by a fallback group. */

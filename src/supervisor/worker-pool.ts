@@ -27,6 +27,7 @@ import {
   type FromWorker,
   type HeadFrame,
   type HeaderList,
+  type IndexGrant,
   type NoticeFrame,
   type Operation,
   type PongFrame,
@@ -122,11 +123,28 @@ function newSlot(index: number, phase: Slot['phase']): Slot {
   return { index, inFlight: 0, restarts: 0, youngDeaths: 0, phase, attachedAt: 0, restartTimer: null, thread: 0, answeredAt: 0, heartbeat: 0 } as Omit<Slot, 'port'> as Slot;
 }
 
-/** Test seams: the file piscina loads, and how long a silent worker is given. */
+/** Test seams: the file piscina loads, and how long a silent worker is given; and the keeper of the prefix indexes. */
 export interface PoolOptions {
   readonly entry?: string;
   readonly stallMs?: number;
+  /** The prefix indexes of deployments with server_metrics (src/inference/fleet.ts); none: no worker gets any. */
+  readonly indexes?: IndexKeeper;
 }
+
+/**
+ * What the pool needs of the front's prefix indexes: `assign` is called with every routing config before it
+ * reaches a worker (at start and on each swap, whoever swaps), and the indexes it returns go to every worker
+ * ahead of that config (an `indexes` frame, by FrameSender.share; a worker attached later gets them in its
+ * attach task). A worker that dies may hold an index's lock: `takeBack` frees it.
+ */
+export interface IndexKeeper {
+  assign(routing: RoutingConfig): IndexGrant;
+  readonly grant: IndexGrant;
+  takeBack(worker: number): void;
+}
+
+const NO_INDEXES: IndexKeeper = { assign: () => NO_GRANT, grant: Object.freeze({}), takeBack() {} };
+const NO_GRANT: IndexGrant = Object.freeze({});
 
 interface Pending {
   readonly slot: Slot;
@@ -150,6 +168,7 @@ export class WorkerPool {
   readonly #control = new Map<number, (frame: ControlAnswer) => void>();
   readonly #log: Logger;
   readonly #deployments: DeploymentSlots;
+  readonly #indexes: IndexKeeper;
   #routing: RoutingConfig;
   #nextId = 1;
   #closing = false;
@@ -181,13 +200,15 @@ export class WorkerPool {
     this.#routing = routing;
     this.#log = log;
     this.#deployments = deployments;
+    this.#indexes = options.indexes ?? NO_INDEXES;
+    const indexes = this.#indexes.assign(routing);
     if (typeof workers !== 'number') {
       const InlineSession = workers;
       this.#piscina = null;
       const { a, b } = localChannel<FromWorker, ToWorker>();
       const slot = newSlot(0, 'running');
       slot.port = a((frame, payload) => this.#onFrame(frame, payload));
-      new InlineSession(b, routing, { memory: deployments.memory, limits: deployments.limitsMemory, worker: 0 });
+      new InlineSession(b, routing, { memory: deployments.memory, limits: deployments.limitsMemory, worker: 0, indexes });
       this.#slots.push(slot);
       return;
     }
@@ -229,14 +250,16 @@ export class WorkerPool {
    * Starts a call. A worker's copy of the body is made before this returns; in-thread the body itself is handed
    * over and must not be reused. `trace`: the call's trace context, only when tracing is on.
    */
-  call(op: Operation, requestId: string, body: Uint8Array, handlers: CallHandlers, trace: TraceContext | null, headers: HeaderList | null = null): number {
+  call(op: Operation, requestId: string, body: Uint8Array, handlers: CallHandlers, trace: TraceContext | null, headers: HeaderList | null = null, sheddable = false): number {
     const slot = this.#leastBusy();
     const id = this.#nextId++;
     slot.inFlight++;
     this.#pending.set(id, { slot, handlers });
     // Only what the call has: a chat call's frame is as it was (no trace, no headers).
-    const frame: CallFrame = trace === null ? { t: 'call', id, op, requestId } : { t: 'call', id, op, requestId, trace };
-    slot.port.lend(headers === null ? frame : { ...frame, headers }, body);
+    let frame: CallFrame = trace === null ? { t: 'call', id, op, requestId } : { t: 'call', id, op, requestId, trace };
+    if (headers !== null) frame = { ...frame, headers };
+    if (sheddable) frame = { ...frame, sheddable };
+    slot.port.lend(frame, body);
     return id;
   }
 
@@ -256,10 +279,18 @@ export class WorkerPool {
     this.#pending.get(id)?.slot.port.send({ t: 'resume', id });
   }
 
-  /** Swaps the routing config in every worker; calls already running keep theirs. */
+  /**
+   * Swaps the routing config in every worker; calls already running keep theirs. Every swap comes
+   * here (a reload, a DNS re-resolution of replicas), so the prefix indexes follow it: those of
+   * `routing` go to each worker just before it.
+   */
   setRouting(routing: RoutingConfig): void {
     this.#routing = routing;
-    for (const slot of this.#slots) slot.port.send({ t: 'config', routing });
+    const indexes = this.#indexes.assign(routing);
+    for (const slot of this.#slots) {
+      slot.port.share({ t: 'indexes', indexes });
+      slot.port.send({ t: 'config', routing });
+    }
   }
 
   /** Resolves with the time each worker took to answer a ping, or null for one that did not answer in time. */
@@ -335,7 +366,7 @@ export class WorkerPool {
       slot.restartTimer = null;
       slot.phase = 'starting';
       slot.attachedAt = performance.now();
-      const state = { memory: this.#deployments.memory, limits: this.#deployments.limitsMemory, worker: slot.index };
+      const state = { memory: this.#deployments.memory, limits: this.#deployments.limitsMemory, worker: slot.index, indexes: this.#indexes.grant };
       // The routing of now: a reload while the slot waited also sent its config frame into the port, which comes after.
       const task: AttachTask = { protocol: PROTOCOL_VERSION, port: port2 as unknown as AttachTask['port'], replies, calls, routing: this.#routing, state };
       (this.#piscina as Piscina).run(task, { transferList: [port2] as never }).then(
@@ -410,6 +441,7 @@ export class WorkerPool {
     slot.restarts++;
     // What it held in the shared deployment state (calls in flight, a half-open trial) is given back for it.
     this.#deployments.states.takeBack(slot.index);
+    this.#indexes.takeBack(slot.index);
     for (const [id, pending] of this.#pending.entries()) {
       if (pending.slot !== slot) continue;
       this.#settle(id, pending);

@@ -77,6 +77,24 @@ describe('replica simulator: an OpenAI-compatible server', () => {
   });
 });
 
+describe('replica simulator: faults a test asks for', () => {
+  it('failMetrics: /metrics answers the status with no figures while chat serves; failChat: chat answers the status, and /metrics still serves', async () => {
+    const { sim, client } = await replica({ outputTokens: 1 });
+    sim.failMetrics(503);
+    const down = await fetch(`${sim.origin}/metrics`);
+    expect([down.status, await down.text()]).toEqual([503, '']);
+    await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] });
+    sim.failMetrics(null);
+    sim.failChat(500);
+    await expect(client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] })).rejects.toMatchObject({ status: 500 });
+    expect((await scrape(sim)).waiting).toBe(0);
+    sim.failChat(null);
+    await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] });
+    // The failed call never reached the batch.
+    expect(sim.requests).toHaveLength(2);
+  });
+});
+
 describe('replica simulator: /metrics means what vLLM says', () => {
   it('running is capped by the batch; the queue grows once the slots are full, and drains in order', async () => {
     const { sim, client } = await replica({ maxRunning: 2, outputTokens: 2 });

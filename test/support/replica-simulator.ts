@@ -108,6 +108,10 @@ export interface Replica {
   cachedBlockCount(): number;
   /** The /metrics body as it would be served now. */
   metricsText(): string;
+  /** While set, GET /metrics answers this status with no figures (a metrics endpoint down); null: served again. */
+  failMetrics(status: number | null): void;
+  /** While set, chat completions answer this status with vLLM's error body, before any work; null: served again. */
+  failChat(status: number | null): void;
   /** Prefill and decode stop where they are; admission still happens. */
   pause(): void;
   resume(): void;
@@ -372,6 +376,8 @@ export async function startReplica(options: ReplicaOptions = {}): Promise<Replic
     return lines.join('\n') + '\n';
   }
 
+  let metricsFailure: number | null = null;
+  let chatFailure: number | null = null;
   const server = http.createServer((req, res) => {
     const path = new URL(req.url ?? '/', 'http://replica').pathname;
     const method = req.method ?? 'GET';
@@ -381,11 +387,20 @@ export async function startReplica(options: ReplicaOptions = {}): Promise<Replic
       return;
     }
     if (method === 'POST' && path === '/v1/chat/completions') {
+      if (chatFailure !== null) {
+        const status = chatFailure;
+        req.resume();
+        sendJson(res, status, { object: 'error', message: 'simulated failure', type: 'InternalServerError', param: null, code: status });
+        return;
+      }
       onJsonBody(req, (body) => chat(body, res));
       return;
     }
     req.resume();
-    if (method === 'GET' && path === '/metrics') {
+    if (method === 'GET' && path === '/metrics' && metricsFailure !== null) {
+      res.writeHead(metricsFailure, { 'content-length': 0 });
+      res.end();
+    } else if (method === 'GET' && path === '/metrics') {
       const text = metricsText();
       res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8', 'content-length': Buffer.byteLength(text) });
       res.end(text);
@@ -409,6 +424,12 @@ export async function startReplica(options: ReplicaOptions = {}): Promise<Replic
     kvUsage: () => heldBlocks() / kvBlocks,
     cachedBlockCount: () => refs.size,
     metricsText,
+    failMetrics(status) {
+      metricsFailure = status;
+    },
+    failChat(status) {
+      chatFailure = status;
+    },
     pause() {
       paused = true;
       for (const job of runningJobs) {

@@ -16,6 +16,7 @@ import type { HeaderList, RouteLabels } from '../../protocol/frames.js';
 import { CallControl } from '../call-control.js';
 import { Flow } from '../flow.js';
 import type { ProviderAdapter } from '../providers/adapter.js';
+import { PrefixIndex, prefixIndexMemory } from '../../protocol/prefix-index.js';
 import { Router, type Deployment } from '../router.js';
 import { routeCall, type ClientSink } from './attempts.js';
 import { AttemptFailure, providerFailure } from './failure.js';
@@ -31,7 +32,9 @@ interface Shape {
   readonly maxRetryWaitMs: number;
   /** The Retry-After of the outcomes that send one, in ms of the fake clock. */
   readonly retryAfterMs: number;
-  readonly strategy: 'simple-shuffle' | 'least-busy' | 'latency-based-routing';
+  readonly strategy: 'simple-shuffle' | 'least-busy' | 'latency-based-routing' | 'inference-aware';
+  /** Inference-aware: every deployment has server_metrics; these are its scraped figures, by slot (stale: scraped long ago). */
+  readonly figures: ReadonlyArray<{ readonly waiting: number; readonly running: number; readonly kv: number; readonly stale: boolean }>;
 }
 
 const shapeArb: fc.Arbitrary<Shape> = fc.integer({ min: 1, max: 3 }).chain((count) =>
@@ -49,17 +52,19 @@ const shapeArb: fc.Arbitrary<Shape> = fc.integer({ min: 1, max: 3 }).chain((coun
     cooldownMs: fc.integer({ min: 0, max: 80 }),
     maxRetryWaitMs: fc.constantFrom(0, 50, 10_000),
     retryAfterMs: fc.constantFrom(1, 40, 400),
-    strategy: fc.constantFrom('simple-shuffle' as const, 'least-busy' as const, 'latency-based-routing' as const),
+    strategy: fc.constantFrom('simple-shuffle' as const, 'least-busy' as const, 'latency-based-routing' as const, 'inference-aware' as const),
+    figures: fc.array(fc.record({ waiting: fc.integer({ min: 0, max: 8 }), running: fc.integer({ min: 0, max: 8 }), kv: fc.double({ min: 0, max: 1, noNaN: true }), stale: fc.boolean() }), { minLength: 9, maxLength: 9 }),
   }),
 );
 
 const timeouts = { connectMs: 1000, headersMs: 60_000, idleMs: 60_000, totalMs: 60_000 };
+const INFERENCE = { metricsIntervalMs: 250, staleAfterMs: 2_000, weights: { prefix: 3, queue: 2, kvCache: 2 }, queueThreshold: 5, kvCacheThreshold: 0.8, prefixBlockChars: 64, prefixIndexBlocks: 65_536 };
 
 function routingOf(shape: Shape): RoutingConfig {
   const aliases: AliasRoute[] = [];
   shape.groups.forEach((g, gi) => {
     for (let d = 0; d < g.deployments; d++) {
-      aliases.push({ alias: `g${gi}`, id: `g${gi}-${d}`, weight: 1 + d, order: 1, maxParallel: 0, rpm: 0, tpm: 0, provider: 'openai', upstreamModel: `m${gi}${d}`, apiBase: 'http://127.0.0.1:9', credentials: { kind: 'not_required' }, responsesApi: false, timeouts, settings: {}, dropParams: false, connectTo: null, replica: null });
+      aliases.push({ alias: `g${gi}`, id: `g${gi}-${d}`, weight: 1 + d, order: 1, maxParallel: 0, rpm: 0, tpm: 0, provider: 'openai', upstreamModel: `m${gi}${d}`, apiBase: 'http://127.0.0.1:9', credentials: { kind: 'not_required' }, responsesApi: false, timeouts, settings: {}, dropParams: false, connectTo: null, replica: null, serverMetrics: shape.strategy === 'inference-aware' ? 'vllm' : null });
     }
   });
   const list = (pick: (g: Shape['groups'][number]) => readonly number[]) =>
@@ -71,7 +76,7 @@ function routingOf(shape: Shape): RoutingConfig {
     replicaSets: [],
     rules: [],
     maxResponseBodyBytes: 1 << 20,
-    router: { strategy: shape.strategy, numRetries: shape.numRetries, retryAfterMs: 0, allowedFails: shape.allowedFails, cooldownMs: shape.cooldownMs, fallbacks: list((g) => g.fallbacks), contextWindowFallbacks: list((g) => g.contextFallbacks), streamCommitTimeoutMs: 60_000, maxRetryWaitMs: shape.maxRetryWaitMs, timeoutMs: null, limitWindowMs: 60_000 },
+    router: { strategy: shape.strategy, numRetries: shape.numRetries, retryAfterMs: 0, allowedFails: shape.allowedFails, cooldownMs: shape.cooldownMs, fallbacks: list((g) => g.fallbacks), contextWindowFallbacks: list((g) => g.contextFallbacks), streamCommitTimeoutMs: 60_000, maxRetryWaitMs: shape.maxRetryWaitMs, timeoutMs: null, limitWindowMs: 60_000, inference: INFERENCE },
   };
 }
 
@@ -115,12 +120,26 @@ describe('the attempt loop (property)', () => {
       fc.asyncProperty(
         shapeArb,
         fc.array(fc.constantFrom(...OUTCOMES), { minLength: 1, maxLength: 60 }),
-        fc.array(fc.record({ group: fc.nat(), stream: fc.boolean(), together: fc.integer({ min: 1, max: 4 }), advanceMs: fc.integer({ min: 0, max: 60 }) }), { minLength: 1, maxLength: 12 }),
+        fc.array(
+          fc.record({
+            group: fc.nat(),
+            stream: fc.boolean(),
+            together: fc.integer({ min: 1, max: 4 }),
+            advanceMs: fc.integer({ min: 0, max: 60 }),
+            sheddable: fc.boolean(),
+            prompt: fc.option(fc.array(fc.integer({ min: 1, max: 40 }), { maxLength: 6 }), { nil: null }),
+          }),
+          { minLength: 1, maxLength: 12 },
+        ),
         async (shape, outcomes, batches) => {
           const routing = routingOf(shape);
-          const router = new Router(routing);
+          const indexes = new Map(routing.aliases.map((a) => [a.id, new PrefixIndex(prefixIndexMemory(16), 0)]));
+          const router = new Router(routing, null, (id) => indexes.get(id) ?? null);
           const states = new DeploymentStates(deploymentStateMemory(16, 1), 0);
           let clock = 1_000_000;
+          if (shape.strategy === 'inference-aware') {
+            shape.figures.forEach((f, slot) => states.scraped(slot, f.waiting, f.running, f.kv, f.stale ? clock - 60_000 : clock));
+          }
           let next = 0;
           /** Calls under way on a deployment that was half-open when they began, by slot. */
           const trials = new Map<number, number>();
@@ -205,7 +224,7 @@ describe('the attempt loop (property)', () => {
                   return adapter.call(call, sink);
                 },
               };
-              await routeCall({ ...env, adapterFor: () => counting }, { group, op: 'chat', body: { model: group.name }, prepare: null, stream: batch.stream, requestId: 'r', maxResponseBytes: 1 << 20, flow: new Flow(), control: new CallControl(), trace: null }, client);
+              await routeCall({ ...env, adapterFor: () => counting }, { group, op: 'chat', body: { model: group.name }, prepare: null, stream: batch.stream, requestId: 'r', maxResponseBytes: 1 << 20, flow: new Flow(), control: new CallControl(), trace: null, prompt: batch.prompt === null ? null : Int32Array.from(batch.prompt), sheddable: batch.sheddable }, client);
               return { client, attempts };
             });
             for (const { client, attempts } of await Promise.all(runs)) {
@@ -215,6 +234,8 @@ describe('the attempt loop (property)', () => {
             expect(violation).toBeNull();
             // Nothing is left reserved once every request answered.
             for (let slot = 0; slot < routing.aliases.length; slot++) expect(states.inFlight(slot)).toBe(0);
+            // …and every call counted as sent since its replica's scrape was uncounted at its end.
+            for (let slot = 0; slot < routing.aliases.length; slot++) expect(states.sentSinceScrape(slot)).toBe(0);
             clock += batch.advanceMs;
           }
         },

@@ -33,7 +33,7 @@
 import type { RouterSettings, Upstream } from '../../protocol/config.js';
 import { COOLING, REFUSED, type DeploymentStates, type Reservation } from '../../protocol/deployment-state.js';
 import type { ErrorCode } from '../../protocol/errors.js';
-import type { Backoff, HeaderList, Operation, RouteLabels, RoutingNotice, Usage } from '../../protocol/frames.js';
+import type { Backoff, HeaderList, InferencePick, Operation, RouteLabels, RoutingNotice, Usage } from '../../protocol/frames.js';
 import { NO_BUCKET } from '../../protocol/deployment-limits.js';
 import { CallControl } from '../call-control.js';
 import type { CallTrace } from '../call-trace.js';
@@ -42,7 +42,7 @@ import type { AttemptSink, ProviderAdapter, ProviderCall, Thinking } from '../pr
 import type { Deployment, Group } from '../router.js';
 import { CommitGate, type GateOwner } from './commit-gate.js';
 import { AttemptFailure, classify, gatewayErrorOf } from './failure.js';
-import { pick, type PickResult } from './pick.js';
+import { NOT_COUNTED, pick, pickResult, type PickResult } from './pick.js';
 
 /** What the loop answers through: an attempt's success as it came, and the routing facts the front reports. */
 export interface ClientSink extends AttemptSink {
@@ -52,7 +52,7 @@ export interface ClientSink extends AttemptSink {
    * Who served the answer about to be sent (or was tried last), how many attempts it took, the fallback group if one
    * served, and how long the attempts waited on upstreams before it (RoutingFacts.waitedMs).
    */
-  routed(deployment: string | null, attempts: number, fallback: string | null, labels: RouteLabels, waitedMs: number, backoff: Backoff | null): void;
+  routed(deployment: string | null, attempts: number, fallback: string | null, labels: RouteLabels, waitedMs: number, backoff: Backoff | null, inference?: InferencePick | null): void;
 }
 
 /** What the loop needs from its worker session. */
@@ -89,6 +89,10 @@ export interface RoutedRequest {
   readonly trace: CallTrace | null;
   /** The body's size in bytes: its prompt's token estimate for `tpm` (bytes / 4); absent: 0. */
   readonly bodyBytes?: number;
+  /** The prompt's chained block hashes, when its group scores prefixes (inference-aware); else null. */
+  readonly prompt: Int32Array | null;
+  /** x-switchyard-priority: sheddable (CONTRACT.md, Shedding). */
+  readonly sheddable: boolean;
 }
 
 /** An attempt's span when the client left during it: neither served nor failed on its own. */
@@ -122,6 +126,9 @@ class RoutedCall implements GateOwner {
   #deployment: Deployment | null = null;
   #group: Group | null = null;
   #reservation: Reservation = REFUSED;
+  /** The attempt's inference-aware pick: the scrape generation it was counted under, and why it was chosen (null: not such a pick). */
+  #generation = NOT_COUNTED;
+  #inference: InferencePick | null = null;
   #started = 0;
   #call: ProviderCall | null = null;
   /** The last attempt ended on the request's own deadline (its total timer was what was left of the request's time). */
@@ -138,7 +145,7 @@ class RoutedCall implements GateOwner {
     this.client = client;
     this.#chain = request.group.chain;
     this.#deadline = performance.now() + request.group.timeoutMs;
-    this.#pick = { reservation: REFUSED, limit: { bucket: NO_BUCKET, tokens: tokenEstimate(request), credit: false }, counted: request.op !== 'count_tokens', windowMs: env.settings.limitWindowMs };
+    this.#pick = pickResult(request.prompt, request.sheddable, { tokens: tokenEstimate(request), counted: request.op !== 'count_tokens', windowMs: env.settings.limitWindowMs });
   }
 
   async run(): Promise<void> {
@@ -146,6 +153,7 @@ class RoutedCall implements GateOwner {
     for (;;) {
       const now = this.#env.now();
       const deployment = this.#choose(now);
+      if (deployment === null && this.#pick.shed) return this.#shed();
       if (deployment === null) {
         // Nothing usable: perhaps only because a provider asked for a pause, which may be waited out.
         const backedOff = this.#soonestBackoff(now);
@@ -157,21 +165,24 @@ class RoutedCall implements GateOwner {
         continue;
       }
       const reservation = this.#pick.reservation;
+      const generation = this.#pick.generation;
       const again = this.#againAfter(deployment);
       if (again !== null) {
         const wait = again.at - performance.now();
         if (again.asked && !this.#mayWait(wait)) {
-          this.#unreserve(deployment, reservation);
+          this.#unreserve(deployment, reservation, generation);
           return this.#backedOff(deployment, this.#chain[this.#at] as Group, wait);
         }
         if (wait > 0) await this.#pause(Math.min(wait, this.#deadline - performance.now()), again.reason);
       }
-      if (control.aborted) return this.#unreserve(deployment, reservation);
+      if (control.aborted) return this.#unreserve(deployment, reservation, generation);
       if (performance.now() >= this.#deadline) {
-        this.#unreserve(deployment, reservation);
+        this.#unreserve(deployment, reservation, generation);
         return this.#timedOut();
       }
       this.#attempts++;
+      this.#generation = generation;
+      this.#inference = this.#pick.reason === null ? null : { reason: this.#pick.reason, ratio: this.#pick.ratio };
       const failure = await this.#attempt(deployment, reservation);
       if (failure === null || control.aborted) return;
       if (this.#decide(deployment, failure)) return;
@@ -198,9 +209,9 @@ class RoutedCall implements GateOwner {
     else d.limits.settle(d.slot, ticket, usage.prompt + usage.completion, this.#env.now(), this.#pick.windowMs);
   }
 
-  /** A reservation made by a pick and never used for an attempt: its place, and its rpm/tpm, go back. */
-  #unreserve(d: Deployment, reservation: Reservation): void {
-    this.#env.states.release(d.slot, reservation);
+  /** A reservation made by a pick and never used for an attempt: its place, its count since the scrape and its rpm/tpm go back. */
+  #unreserve(d: Deployment, reservation: Reservation, generation: number): void {
+    this.#release(d, reservation, generation);
     d.limits?.giveBack(d.slot, this.#pick.limit, this.#env.now(), this.#pick.windowMs);
   }
 
@@ -271,7 +282,7 @@ class RoutedCall implements GateOwner {
       trace?.attempted({ deployment: deployment.id, attempt: this.#attempts, op: sent.op, upstream: deployment.upstream, startedAt: this.#started, sentAt: call.sentAt, status, error, firstChunkAt: gate.firstContentAt, backoff: this.#waitBeforeAttempt });
       this.#waitBeforeAttempt = null;
       request.control.onAbort(null);
-      this.#env.states.release(deployment.slot, reservation);
+      this.#release(deployment, reservation, this.#generation);
       const ticket = this.#pick.limit;
       if (deployment.limits !== null && ticket.bucket !== NO_BUCKET) {
         // Never sent (or its connection never made): the call gives its place and its tokens back. Sent and
@@ -350,21 +361,35 @@ class RoutedCall implements GateOwner {
     const { states, settings } = this.#env;
     const chain = this.#chain;
     for (let i = this.#at; i < chain.length; i++) {
-      const d = pick(chain[i] as Group, states, settings.strategy, now, this.#failed, this.#pick);
+      const d = pick(chain[i] as Group, states, settings, now, this.#failed, this.#pick);
       if (d !== null) {
         this.#at = i;
         return d;
+      }
+      if (this.#pick.shed) {
+        this.#at = i;
+        return null;
       }
     }
     if (this.#failed === null) return null;
     for (let i = this.#at; i < chain.length; i++) {
-      const d = pick(chain[i] as Group, states, settings.strategy, now, null, this.#pick);
+      const d = pick(chain[i] as Group, states, settings, now, null, this.#pick);
       if (d !== null) {
         this.#at = i;
         return d;
       }
+      if (this.#pick.shed) {
+        this.#at = i;
+        return null;
+      }
     }
     return null;
+  }
+
+  /** Gives back a reservation, and the call's count among those sent since its deployment's scrape (inference-aware). */
+  #release(d: Deployment, reservation: Reservation, generation: number): void {
+    this.#env.states.release(d.slot, reservation);
+    if (generation !== NOT_COUNTED && reservation !== REFUSED) this.#env.states.sentDone(d.slot, generation);
   }
 
   /** When this request may try `deployment` again, and why; null when it may at once (it has not failed it). */
@@ -445,8 +470,20 @@ class RoutedCall implements GateOwner {
   #routed(): void {
     const d = this.#deployment as Deployment;
     const asked = this.#request.group;
-    if (this.#group === asked) this.client.routed(d.id, this.#attempts, null, d.labels, this.#waitedMs, this.#backoff);
-    else this.client.routed(d.id, this.#attempts, (this.#group as Group).name, { model: asked.name, provider: d.labels.provider }, this.#waitedMs, this.#backoff);
+    if (this.#group === asked) this.client.routed(d.id, this.#attempts, null, d.labels, this.#waitedMs, this.#backoff, this.#inference);
+    else this.client.routed(d.id, this.#attempts, (this.#group as Group).name, { model: asked.name, provider: d.labels.provider }, this.#waitedMs, this.#backoff, this.#inference);
+  }
+
+  /**
+   * CONTRACT.md, Inference-aware routing, Shedding: a sheddable request, and every replica with fresh metrics
+   * is saturated: 429 capacity_exhausted with Retry-After 1, at once (nothing was reserved). Counted on the
+   * front (switchyard_inference_shed_total) from the code.
+   */
+  #shed(): void {
+    const group = this.#chain[this.#at] as Group;
+    if (this.#deployment !== null) this.#routed();
+    else this.client.routed(null, this.#attempts, null, { model: this.#request.group.name, provider: (group.deployments[0] as Deployment).labels.provider }, this.#waitedMs, this.#backoff, null);
+    this.client.fail({ code: 'capacity_exhausted', message: `every replica of "${group.name}" is saturated; this sheddable request was shed, retry after the Retry-After delay` }, ['retry-after', '1']);
   }
 
   /**

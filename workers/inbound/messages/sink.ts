@@ -21,7 +21,7 @@ import { wholePayload, type Payload } from '../../../protocol/channel.js';
 import type { Upstream } from '../../../protocol/config.js';
 import { errorEvent, errorTypeOf, fromCompatibleError, statusOfCode } from '../../../protocol/anthropic-errors.js';
 import type { ErrorCode } from '../../../protocol/errors.js';
-import type { Backoff, HeaderList, Operation, RouteLabels, Usage } from '../../../protocol/frames.js';
+import type { Backoff, HeaderList, InferencePick, Operation, RouteLabels, Usage } from '../../../protocol/frames.js';
 import { utf8Text } from '../../bytes.js';
 import type { ClientSink } from '../../routing/attempts.js';
 import { SseParser, type SseBatch } from '../../sse.js';
@@ -92,6 +92,20 @@ export class MessagesSink implements ClientSink {
   }
 
   /**
+   * The messages of its chat translation (made now, once, as `attempt` makes it): what an inference-aware
+   * pick hashes, before any attempt. Null when it cannot be translated (its attempt fails the same way).
+   */
+  chatMessages(): readonly unknown[] | null {
+    try {
+      this.#translation ??= toChatRequest(this.#request);
+    } catch {
+      return null;
+    }
+    const messages = this.#translation.chat.messages;
+    return Array.isArray(messages) ? messages : null;
+  }
+
+  /**
    * What to send the deployment `upstream`: the Messages body as it is (only `model` replaced) to an
    * adapter that speaks Messages, otherwise its chat translation (made once, on the first attempt
    * that needs it; a 400 for a block chat cannot carry). A count goes as it is either way.
@@ -156,8 +170,8 @@ export class MessagesSink implements ClientSink {
     this.#inner.end(usage, upstreamMs);
   }
 
-  routed(deployment: string | null, attempts: number, fallback: string | null, labels: RouteLabels, waitedMs: number, backoff: Backoff | null): void {
-    this.#inner.routed(deployment, attempts, fallback, labels, waitedMs, backoff);
+  routed(deployment: string | null, attempts: number, fallback: string | null, labels: RouteLabels, waitedMs: number, backoff: Backoff | null, inference?: InferencePick | null): void {
+    this.#inner.routed(deployment, attempts, fallback, labels, waitedMs, backoff, inference);
   }
 
   fail(error: { code: ErrorCode; message: string }, headers: HeaderList = NO_HEADERS): void {

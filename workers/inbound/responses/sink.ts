@@ -10,7 +10,7 @@
 import type { Payload } from '../../../protocol/channel.js';
 import type { Upstream } from '../../../protocol/config.js';
 import type { ErrorCode } from '../../../protocol/errors.js';
-import type { Backoff, HeaderList, Operation, RouteLabels, Usage } from '../../../protocol/frames.js';
+import type { Backoff, HeaderList, InferencePick, Operation, RouteLabels, Usage } from '../../../protocol/frames.js';
 import { utf8Text } from '../../bytes.js';
 import type { ClientSink } from '../../routing/attempts.js';
 import { SseParser } from '../../sse.js';
@@ -51,6 +51,20 @@ export class ResponsesSink implements ClientSink {
     this.#inner = inner;
     this.#request = request;
     this.#ids = ids;
+  }
+
+  /**
+   * The messages of its chat translation (made now, once, as `attempt` makes it): what an inference-aware
+   * pick hashes, before any attempt. Null when it cannot be translated (its attempt fails the same way).
+   */
+  chatMessages(): readonly unknown[] | null {
+    try {
+      this.#chat ??= toChatRequest(this.#request);
+    } catch {
+      return null;
+    }
+    const messages = this.#chat.messages;
+    return Array.isArray(messages) ? messages : null;
   }
 
   /**
@@ -118,8 +132,8 @@ export class ResponsesSink implements ClientSink {
     this.#inner.end(usage, upstreamMs);
   }
 
-  routed(deployment: string | null, attempts: number, fallback: string | null, labels: RouteLabels, waitedMs: number, backoff: Backoff | null): void {
-    this.#inner.routed(deployment, attempts, fallback, labels, waitedMs, backoff);
+  routed(deployment: string | null, attempts: number, fallback: string | null, labels: RouteLabels, waitedMs: number, backoff: Backoff | null, inference?: InferencePick | null): void {
+    this.#inner.routed(deployment, attempts, fallback, labels, waitedMs, backoff, inference);
   }
 
   fail(error: { code: ErrorCode; message: string }, headers: HeaderList = NO_HEADERS): void {
