@@ -187,7 +187,7 @@ describe('the built server process', () => {
       `
 model_list:
   - model_name: chat
-    litellm_params: { model: mock/chat-small, rpm: 60 }
+    litellm_params: { model: mock/chat-small, max_budget: 10 }
 litellm_settings:
   drop_params: true
   num_retries: 2
@@ -206,7 +206,7 @@ litellm_settings:
     const lines = p.lines();
     const warnings = lines.filter((l) => l.level === 40 && typeof l.msg === 'string' && /not supported|unsupported|ignored/i.test(l.msg));
     expect(warnings, JSON.stringify(warnings)).toHaveLength(1);
-    expect(warnings.filter((l) => String(l.msg).includes('model_list[0].litellm_params.rpm'))).toHaveLength(1);
+    expect(warnings.filter((l) => String(l.msg).includes('model_list[0].litellm_params.max_budget'))).toHaveLength(1);
     // litellm_settings.num_retries routes (CONTRACT.md, Routing for high volume) and drop_params is every
     // deployment's default (Native providers): neither is warned about.
     expect(warnings.filter((l) => String(l.msg).includes('litellm_settings'))).toHaveLength(0);

@@ -232,7 +232,7 @@ router_settings:
 
     it('server_metrics needs the deployment own api_base (a mock, or the provider default host, has no /metrics of ours)', () => {
       expect(configError('model_list:\n  - model_name: llama\n    params: { model: openai/x, server_metrics: vllm }\n')).toBe(
-        "routing.yaml: model_list[0].params.server_metrics: needs the deployment's own api_base (its /metrics is read at the api_base's origin)",
+        "routing.yaml: model_list[0].params.server_metrics: needs the deployment's own api_base or replicas (its /metrics is read at each one's origin)",
       );
     });
 
