@@ -92,11 +92,7 @@ export function pick(group: Group, states: DeploymentStates, settings: RouterSet
   const refused = group.refused;
   refused.fill(0);
   for (let round = 0; round < deployments.length; round++) {
-    let order = Infinity;
-    for (let i = 0; i < deployments.length; i++) {
-      const d = deployments[i] as Deployment;
-      if (d.order < order && candidate(d, i, refused, states, now, avoid)) order = d.order;
-    }
+    const order = lowestOrder(deployments, refused, states, now, avoid);
     if (order === Infinity) return null;
     const at = choose(group, states, strategy === 'inference-aware' ? 'least-busy' : strategy, now, avoid, order);
     const d = deployments[at] as Deployment;
@@ -117,11 +113,7 @@ function pickInference(group: Group, states: DeploymentStates, settings: RouterS
   const refused = group.refused;
   refused.fill(0);
   for (let round = 0; round < deployments.length; round++) {
-    let order = Infinity;
-    for (let i = 0; i < deployments.length; i++) {
-      const d = deployments[i] as Deployment;
-      if (d.order < order && candidate(d, i, refused, states, now, avoid)) order = d.order;
-    }
+    const order = lowestOrder(deployments, refused, states, now, avoid);
     if (order === Infinity) return null;
     out.shed = false;
     const at = chooseInference(group, states, settings.inference, now, avoid, order, out);
@@ -137,6 +129,16 @@ function pickInference(group: Group, states: DeploymentStates, settings: RouterS
     refused[at] = 1;
   }
   return null;
+}
+
+/** The lowest `order` among the deployments a pick may still choose; Infinity when there is none. */
+function lowestOrder(deployments: readonly Deployment[], refused: Uint8Array, states: DeploymentStates, now: number, avoid: readonly Deployment[] | null): number {
+  let order = Infinity;
+  for (let i = 0; i < deployments.length; i++) {
+    const d = deployments[i] as Deployment;
+    if (d.order < order && candidate(d, i, refused, states, now, avoid)) order = d.order;
+  }
+  return order;
 }
 
 function candidate(d: Deployment, i: number, refused: Uint8Array, states: DeploymentStates, now: number, avoid: readonly Deployment[] | null): boolean {
