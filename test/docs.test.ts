@@ -99,6 +99,21 @@ describe("the README's replicas example", () => {
   });
 });
 
+describe("the README's inference-aware example", () => {
+  it('loads with no warning: a dns set with server_metrics under inference-aware, its settings the documented defaults', () => {
+    const blocks = [...readme.matchAll(/```yaml\n([\s\S]*?)```/g)].map((m) => m[1] as string);
+    const yaml = blocks.find((block) => block.includes('routing_strategy: inference-aware'));
+    if (yaml === undefined) throw new Error('no yaml block of the README routes inference-aware');
+    const { routing, warnings } = parseConfig(yaml, 'README.md', {});
+    expect(warnings).toEqual([]);
+    expect(routing.router.strategy).toBe('inference-aware');
+    expect(routing.replicaSets.map((set) => [set.source, set.entry.serverMetrics])).toEqual([['dns', 'vllm']]);
+    // The comment says "the defaults": the example's values are the loader's own.
+    const defaults = parseConfig('model_list: []\n', 'empty.yaml', {}).routing.router.inference;
+    expect(routing.router.inference).toEqual(defaults);
+  });
+});
+
 describe("the README's Providers example", () => {
   it('loads with no warning and has a deployment of every network provider, and an alias across two', () => {
     const yaml = firstBlockAfter(readme, '## Providers', 'yaml');
