@@ -44,7 +44,8 @@ const NAMES_BY_LENGTH: ReadonlyArray<typeof NAMES | undefined> = NAMES.reduce<Ar
   (byLength[entry.bytes.length] ??= []).push(entry);
   return byLength;
 }, []);
-const DELTA = 'content_block_delta';
+/** A delta's `event:` line and the start of its `data:` line. */
+const DELTA_HEAD = ascii('event: content_block_delta\ndata: ');
 
 export class MessagesPassthroughRelay implements StreamRelay {
   readonly #events = new MessagesEvents();
@@ -156,6 +157,12 @@ export class MessagesPassthroughRelay implements StreamRelay {
    * not `event: <name>\ndata: <one line>\n\n`.
    */
   #judge(bytes: Uint8Array, at: number): number {
+    if (this.#events.contentSent && bytesAt(bytes, at, DELTA_HEAD)) {
+      // Most events are deltas, and once content has gone one tells MessagesEvents nothing new (note() would
+      // only set what is set): its head is matched in one go, and its data only for where it ends.
+      const dataEnd = indexOfByte(bytes, LF, at + DELTA_HEAD.length);
+      return bytes[dataEnd + 1] === LF ? dataEnd + 2 : -1;
+    }
     if (!bytesAt(bytes, at, EVENT_PREFIX)) return -1;
     const nameStart = at + EVENT_PREFIX.length;
     // A name is a few bytes: looked for here rather than through Buffer's indexOf, a call into C++.
@@ -166,8 +173,6 @@ export class MessagesPassthroughRelay implements StreamRelay {
     const dataEnd = indexOfByte(bytes, LF, dataStart);
     if (bytes[dataEnd + 1] !== LF) return -1;
     const type = nameAt(bytes, nameStart, nameEnd);
-    // Most events are deltas: once content has gone, one tells MessagesEvents nothing new (note() would only set what is set).
-    if (type === DELTA && this.#events.contentSent) return dataEnd + 2;
     const usage = type === 'message_start' ? usageOf(bytes, dataStart, dataEnd, true) : type === 'message_delta' ? usageOf(bytes, dataStart, dataEnd, false) : NOT_READ;
     if (usage !== NOT_READ) this.#events.count(usage);
     // The whole data where this could not read the usage on its own (note() parses it), or where note() needs it.
