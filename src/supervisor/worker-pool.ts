@@ -235,8 +235,8 @@ export class WorkerPool {
     slot.inFlight++;
     this.#pending.set(id, { slot, handlers });
     // Only what the call has: a chat call's frame is as it was (no trace, no headers).
-    const frame: CallFrame = trace === null ? { t: 'call', id, op, requestId } : { t: 'call', id, op, requestId, trace };
-    slot.port.lend(headers === null ? frame : { ...frame, headers }, body);
+    const frame: CallFrame = trace === null ? (headers === null ? { t: 'call', id, op, requestId } : { t: 'call', id, op, requestId, headers }) : headers === null ? { t: 'call', id, op, requestId, trace } : { t: 'call', id, op, requestId, trace, headers };
+    slot.port.lend(frame, body);
     return id;
   }
 
