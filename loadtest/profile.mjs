@@ -12,6 +12,9 @@
 // target is measured, instead of whole answers). Chat at concurrency 64 writes PROFILE.md; any other
 // scenario writes beside it, named after it: PROFILE_STREAM=1 → loadtest/PROFILE-streams.md and
 // profiles/streams-<mode>-<thread>.*, PROFILE_CONNECTIONS=1 → PROFILE-chat-c1.md and profiles/chat-c1-*.
+// PROFILE_MESSAGES=1: POST /v1/messages passed through to the fake's Anthropic API (the bench's Messages
+// scenarios; the bare relay posts to the fake's /anthropic/v1/messages) → PROFILE-messages-chat.md, or
+// with PROFILE_STREAM=1 PROFILE-messages-streams.md: set beside the chat run's to compare the two paths.
 import { spawn, execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -25,15 +28,16 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const seconds = Number(process.env.PROFILE_SECONDS ?? 5);
 const connections = Number(process.env.PROFILE_CONNECTIONS ?? 64);
 const streaming = process.env.PROFILE_STREAM === '1';
+const messages = process.env.PROFILE_MESSAGES === '1';
 // V8's default, a sample every 1 ms: at 250 µs the profiler's own stack walks added a third to the
 // gateway's busy time and half to its lead over the relay, deeper stacks costing more per sample.
 const intervalUs = Number(process.env.PROFILE_INTERVAL_US ?? 1000);
 const outDir = join(root, 'loadtest/profiles');
 /** The scenario's name in its files, so that the profiles of each scenario are kept side by side; none for chat at c64. */
-const scenarioKey = `${streaming ? 'streams' : 'chat'}${connections === 64 ? '' : `-c${connections}`}`;
+const scenarioKey = `${messages ? 'messages-' : ''}${streaming ? 'streams' : 'chat'}${connections === 64 ? '' : `-c${connections}`}`;
 const filePrefix = scenarioKey === 'chat' ? '' : `${scenarioKey}-`;
 const reportFile = join(root, `loadtest/PROFILE${filePrefix === '' ? '' : `-${scenarioKey}`}.md`);
-const scenario = streaming ? 'streamed chat (20 chunks)' : 'chat';
+const scenario = `${messages ? 'Messages passed through to anthropic, ' : ''}${streaming ? `streamed ${messages ? 'Messages (20 deltas)' : 'chat (20 chunks)'}` : 'chat'}`;
 const hasTaskset = (() => { try { execFileSync('taskset', ['-V'], { stdio: 'ignore' }); return true; } catch { return false; } })();
 const pinned = (cpu, args) => (hasTaskset ? ['taskset', ['-c', String(cpu), process.execPath, ...args]] : [process.execPath, args]);
 const monotonicUs = () => Number(process.hrtime.bigint() / 1000n);
@@ -63,9 +67,11 @@ function start(cpu, args, env, pattern) {
 const upstream = await start(0, ['loadtest/upstream.mjs', '0'], {}, /listening (\d+)/);
 const dir = mkdtempSync(join(tmpdir(), 'switchyard-profile-'));
 const config = join(dir, 'profile.yaml');
-writeFileSync(config, `model_list:\n  - model_name: bench-chat\n    params: { model: openai/bench-model, api_base: http://127.0.0.1:${upstream.port}/v1, api_key: upstream-key }\n`);
+writeFileSync(config, `model_list:\n  - model_name: bench-chat\n    params: { model: openai/bench-model, api_base: http://127.0.0.1:${upstream.port}/v1, api_key: upstream-key }\n  - model_name: bench-claude\n    params: { model: anthropic/bench-model, api_base: http://127.0.0.1:${upstream.port}/anthropic, api_key: upstream-key }\n`);
 // The relay passes the body on as it is, so it names the upstream's model; the gateways route by alias.
-const bodyFor = (model) => JSON.stringify({ model, stream: streaming, messages: [{ role: 'user', content: 'Say hello to the benchmark.' }] });
+const bodyFor = (model) => JSON.stringify({ model, ...(messages ? { max_tokens: 256 } : {}), stream: streaming, messages: [{ role: 'user', content: 'Say hello to the benchmark.' }] });
+/** Where the load goes: the relay forwards the path as it is, so it is given the fake's own. */
+const pathFor = (relay) => (messages ? (relay ? '/anthropic/v1/messages' : '/v1/messages') : '/v1/chat/completions');
 
 mkdirSync(outDir, { recursive: true });
 const report = [];
@@ -80,7 +86,7 @@ const modes = [
 ];
 // This scenario's files from an earlier run; the other scenarios' stay.
 for (const file of readdirSync(outDir)) if (modes.some(({ mode }) => file.startsWith(`${filePrefix}${mode}-`))) rmSync(join(outDir, file));
-for (const { mode, label, title, workers, args, pattern, model = 'bench-chat', key = 'profile-key' } of modes) {
+for (const { mode, label, title, workers, args, pattern, model = messages ? 'bench-claude' : 'bench-chat', key = 'profile-key' } of modes) {
   const profDir = join(dir, mode);
   const profiling = ['--cpu-prof', `--cpu-prof-dir=${profDir}`, `--cpu-prof-interval=${intervalUs}`];
   const server = args
@@ -91,9 +97,9 @@ for (const { mode, label, title, workers, args, pattern, model = 'bench-chat', k
     }, /"port":(\d+)/);
   const load = {
     url: `http://127.0.0.1:${server.port}`,
-    path: '/v1/chat/completions',
+    path: pathFor(args !== undefined),
     body: bodyFor(model),
-    headers: key ? { authorization: `Bearer ${key}` } : {},
+    headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), ...(messages ? { 'anthropic-version': '2023-06-01' } : {}) },
     connections,
     warmupMs: 0,
   };
@@ -127,7 +133,7 @@ rmSync(dir, { recursive: true, force: true });
 
 writeFileSync(reportFile, `# Where the CPU goes
 
-Latest \`${streaming ? 'PROFILE_STREAM=1 ' : ''}${connections === 64 ? '' : `PROFILE_CONNECTIONS=${connections} `}npm run profile\` (${new Date().toISOString()}): ${scenario} at concurrency ${connections} for ${seconds} s after a 1 s
+Latest \`${messages ? 'PROFILE_MESSAGES=1 ' : ''}${streaming ? 'PROFILE_STREAM=1 ' : ''}${connections === 64 ? '' : `PROFILE_CONNECTIONS=${connections} `}npm run profile\` (${new Date().toISOString()}): ${scenario} at concurrency ${connections} for ${seconds} s after a 1 s
 warm-up, gateway under \`node --cpu-prof\` on CPU 1, load generator and fake upstream on CPU 0. Only
 samples taken during the measured window are kept. "Busy" leaves out idle time; a package's share
 includes the native calls it makes (socket writes, the parser), a function's is its own (self) time.

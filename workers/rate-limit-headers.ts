@@ -4,7 +4,6 @@
  * authorization, server, …) is dropped here, in the worker, so it never
  * reaches the front.
  */
-import type { HeaderList } from '../protocol/frames.js';
 
 export const RATE_LIMIT_HEADERS: ReadonlySet<string> = new Set([
   'x-ratelimit-limit-requests',
@@ -22,7 +21,8 @@ const SAFE_VALUE = /^[\x20-\x7e]{0,256}$/;
 /** Printable ASCII, at most 256 characters: a header value that may go to the caller. */
 export const safeHeaderValue = (value: string): boolean => SAFE_VALUE.test(value);
 
-export function allowlistedHeaders(headers: Record<string, string | string[] | undefined>): HeaderList {
+/** A new list each call, which a caller may add its own to (anthropic/errors.ts). */
+export function allowlistedHeaders(headers: Record<string, string | string[] | undefined>): string[] {
   const out: string[] = [];
   for (const name in headers) {
     if (!RATE_LIMIT_HEADERS.has(name)) continue;

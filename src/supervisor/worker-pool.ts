@@ -255,9 +255,10 @@ export class WorkerPool {
     const id = this.#nextId++;
     slot.inFlight++;
     this.#pending.set(id, { slot, handlers });
-    // Only what the call has: a chat call's frame is as it was (no trace, no headers).
-    let frame: CallFrame = trace === null ? { t: 'call', id, op, requestId } : { t: 'call', id, op, requestId, trace };
-    if (headers !== null) frame = { ...frame, headers };
+    // Only what the call has: a chat call's frame is as it was (no trace, no headers). Each shape is one literal: a frame
+    // spread from another ({ ...frame, headers }) cost msgpackr 2.2 µs to pack against 0.7 µs (its slow path).
+    let frame: CallFrame = trace === null ? (headers === null ? { t: 'call', id, op, requestId } : { t: 'call', id, op, requestId, headers }) : headers === null ? { t: 'call', id, op, requestId, trace } : { t: 'call', id, op, requestId, trace, headers };
+    // Only a sheddable request (x-switchyard-priority) pays the spread.
     if (sheddable) frame = { ...frame, sheddable };
     slot.port.lend(frame, body);
     return id;

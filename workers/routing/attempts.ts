@@ -312,7 +312,8 @@ class RoutedCall implements GateOwner {
       return { op: request.op, body: request.body, error: null };
     }
     try {
-      return { ...request.prepare(deployment.upstream), error: null };
+      const sent = request.prepare(deployment.upstream);
+      return { op: sent.op, body: sent.body, headers: sent.headers, droppable: sent.droppable, thinking: sent.thinking, error: null };
     } catch (error) {
       return { op: request.op, body: request.body, error };
     }

@@ -45,6 +45,7 @@ export function streamErrorFailure(data: unknown): AttemptFailure {
   return new AttemptFailure('transient', 'upstream_error', message, status, [], null, 0, detail);
 }
 
+const RATE_LIMIT_PREFIX = 'anthropic-ratelimit-';
 const RENAMED: ReadonlyArray<readonly [string, string]> = [
   ['anthropic-ratelimit-requests-limit', 'x-ratelimit-limit-requests'],
   ['anthropic-ratelimit-requests-remaining', 'x-ratelimit-remaining-requests'],
@@ -54,8 +55,18 @@ const RENAMED: ReadonlyArray<readonly [string, string]> = [
   ['anthropic-ratelimit-tokens-reset', 'x-ratelimit-reset-tokens'],
 ];
 
-export function anthropicHeaders(raw: IncomingHttpHeaders, now = Date.now()): HeaderList {
-  const out = [...allowlistedHeaders(raw)];
+export function anthropicHeaders(raw: IncomingHttpHeaders, now?: number): HeaderList {
+  const out = allowlistedHeaders(raw);
+  // Only an answer that has Anthropic's rate-limit headers is looked through for each of them (every answer passes here).
+  let renamed = false;
+  for (const name in raw) {
+    if (name.startsWith(RATE_LIMIT_PREFIX)) {
+      renamed = true;
+      break;
+    }
+  }
+  if (!renamed) return out;
+  now ??= Date.now();
   for (const [from, to] of RENAMED) {
     const value = raw[from];
     const first = Array.isArray(value) ? value[0] : value;

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { wholePayload, type Payload } from '../../../protocol/channel.js';
 import { GatewayError } from '../../../protocol/errors.js';
 import { AttemptFailure } from '../../routing/failure.js';
+import { messagesUsage } from '../messages-passthrough.js';
 import { MessagesPassthroughRelay } from './passthrough-relay.js';
 
 const event = (name: string, data: Record<string, unknown>): string => `event: ${name}\ndata: ${JSON.stringify({ type: name, ...data })}\n\n`;
@@ -45,6 +46,31 @@ describe('the anthropic passthrough relay: Anthropic events as their bytes', () 
     const { sent, relay } = relayed(Buffer.from(start + BLOCK + delta('a') + end), 1 << 20);
     expect(sent).toBe(start + BLOCK + delta('a') + end);
     expect(relay.usage()).toEqual({ prompt: 11, completion: 7 });
+  });
+
+  it('the usage read on its bytes counts what JSON.parse would give messagesUsage, whatever its values (integers, other numbers, strings, null, objects, escapes)', () => {
+    const usages = [
+      '{"input_tokens":9,"output_tokens":1}',
+      '{ "input_tokens" : 0 , "cache_read_input_tokens":12,"cache_creation_input_tokens":3, "output_tokens":0 }',
+      '{}',
+      '{"output_tokens":4}',
+      '{"input_tokens":null,"cache_read_input_tokens":"7","output_tokens":true}',
+      '{"input_tokens":1.5,"output_tokens":2e1}',
+      '{"input_tokens":-3,"output_tokens":5}',
+      '{"input_tokens":123456789012345678,"output_tokens":5}',
+      '{"input_tokens":{"n":1},"cache_creation":{"ephemeral_5m_input_tokens":2,"ephemeral_1h_input_tokens":0},"service_tier":"standard","output_tokens":[1]}',
+      '{"input_tokens":5,"input_tokens":6,"output_tokens":1}',
+      '{"input\\u005ftokens":8,"output_tokens":1}',
+      '{"note":"caf\u00e9","input_tokens":2,"server_tool_use":{"web_search_requests":1,"deep":{"x":null}},"output_tokens":3}',
+      '{"input_tokens":9,\t"output_tokens":false}',
+    ];
+    const tail = event('content_block_stop', { index: 0 }) + event('message_delta', { delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: {} }) + event('message_stop', {});
+    for (const usage of usages) {
+      const start = `event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1","content":[],"usage":${usage}}}\n\n`;
+      const { sent, relay } = relayed(Buffer.from(start + BLOCK + delta('a') + tail), 1 << 20);
+      expect(sent).toBe(start + BLOCK + delta('a') + tail);
+      expect(relay.usage(), usage).toEqual(messagesUsage(JSON.parse(usage), null));
+    }
   });
 
   it('a message_start whose message has no usage object leaves the count to the message_delta; one not JSON counts nothing', () => {

@@ -39,6 +39,13 @@ const DATA_PREFIX = ascii('data: ');
 const NAMES: ReadonlyArray<{ readonly name: string; readonly bytes: readonly number[] }> = [
   'content_block_delta', 'content_block_start', 'content_block_stop', 'message_start', 'message_delta', 'message_stop', 'ping', 'error',
 ].map((name) => ({ name, bytes: ascii(name) }));
+/** NAMES by length, the most frequent first: a name is compared with the few of its length alone. */
+const NAMES_BY_LENGTH: ReadonlyArray<typeof NAMES | undefined> = NAMES.reduce<Array<Array<(typeof NAMES)[number]> | undefined>>((byLength, entry) => {
+  (byLength[entry.bytes.length] ??= []).push(entry);
+  return byLength;
+}, []);
+/** A delta's `event:` line and the start of its `data:` line. */
+const DELTA_HEAD = ascii('event: content_block_delta\ndata: ');
 
 export class MessagesPassthroughRelay implements StreamRelay {
   readonly #events = new MessagesEvents();
@@ -87,7 +94,7 @@ export class MessagesPassthroughRelay implements StreamRelay {
       this.#carried = bytes.length - whole;
     }
     if (whole === 0) return null;
-    const events = bytes.subarray(0, whole);
+    const events = whole === bytes.length ? bytes : bytes.subarray(0, whole);
     if (!isUtf8(events)) return this.#reserialise(bytes);
     let at = 0;
     try {
@@ -150,6 +157,12 @@ export class MessagesPassthroughRelay implements StreamRelay {
    * not `event: <name>\ndata: <one line>\n\n`.
    */
   #judge(bytes: Uint8Array, at: number): number {
+    if (this.#events.contentSent && bytesAt(bytes, at, DELTA_HEAD)) {
+      // Most events are deltas, and once content has gone one tells MessagesEvents nothing new (note() would
+      // only set what is set): its head is matched in one go, and its data only for where it ends.
+      const dataEnd = indexOfByte(bytes, LF, at + DELTA_HEAD.length);
+      return bytes[dataEnd + 1] === LF ? dataEnd + 2 : -1;
+    }
     if (!bytesAt(bytes, at, EVENT_PREFIX)) return -1;
     const nameStart = at + EVENT_PREFIX.length;
     // A name is a few bytes: looked for here rather than through Buffer's indexOf, a call into C++.
@@ -176,14 +189,19 @@ const USAGE_KEY = ascii('usage');
 
 /**
  * The `usage` object of a message_start's `message` (`inMessage`) or of a message_delta, read
- * without parsing the rest of the event (a message_start is mostly the message's fields): the
- * object's text alone is parsed. UNREAD for an event of any other shape, which note() parses whole.
+ * without parsing the rest of the event (a message_start is mostly the message's fields), nor the
+ * object itself when it is plain (countsAt). UNREAD for an event of any other shape, which note()
+ * parses whole.
  */
 function usageOf(bytes: Uint8Array, start: number, end: number, inMessage: boolean): unknown {
   let at = skipSpace(bytes, start, end);
   if (inMessage) at = memberValue(bytes, at, end, MESSAGE_KEY);
   if (at !== -1) at = memberValue(bytes, at, end, USAGE_KEY);
-  const close = at === -1 ? -1 : valueEnd(bytes, at, end);
+  if (at === -1) return UNREAD;
+  const counts = countsAt(bytes, at, end);
+  if (counts !== UNREAD) return counts;
+  // Not plain (a number in another notation, an escape, a list): its text is parsed as JSON, as before.
+  const close = valueEnd(bytes, at, end);
   if (close === -1) return UNREAD;
   try {
     return JSON.parse(utf8Text(bytes, at, close)) as unknown;
@@ -191,6 +209,94 @@ function usageOf(bytes: Uint8Array, start: number, end: number, inMessage: boole
     return UNREAD;
   }
 }
+
+/** The usage members messagesUsage reads, by their bytes. */
+const COUNTED: ReadonlyArray<{ readonly name: 'input_tokens' | 'output_tokens' | 'cache_read_input_tokens' | 'cache_creation_input_tokens'; readonly bytes: readonly number[] }> = (
+  ['input_tokens', 'output_tokens', 'cache_read_input_tokens', 'cache_creation_input_tokens'] as const
+).map((name) => ({ name, bytes: ascii(name) }));
+type Counts = { -readonly [K in (typeof COUNTED)[number]['name']]?: number | null };
+
+/**
+ * The usage object at `at` read on its bytes, when it is plain: its members' values integers
+ * (digits alone), `null`, `true`, `false`, strings of printable ASCII without escapes, or objects
+ * of those (Anthropic's `cache_creation`, `server_tool_use`). What messagesUsage reads of it (the
+ * counted members, an integer as its number, any other value as null, which it counts as 0 as it
+ * does a string or an object) is then exactly what JSON.parse would give it; UNREAD for anything
+ * else, which is parsed.
+ */
+function countsAt(bytes: Uint8Array, at: number, end: number): Counts | typeof UNREAD {
+  const counts: Counts = {};
+  return plainObjectEnd(bytes, at, end, counts) === -1 ? UNREAD : counts;
+}
+
+/** Just past the plain object at `at` (countsAt), or -1; its counted members go into `counts` (null: a nested object, counted by no one). */
+function plainObjectEnd(bytes: Uint8Array, at: number, end: number, counts: Counts | null): number {
+  if (bytes[at] !== OPEN_OBJECT) return -1;
+  at = skipSpace(bytes, at + 1, end);
+  if (bytes[at] === CLOSE_OBJECT) return at + 1;
+  for (;;) {
+    if (bytes[at] !== QUOTE) return -1;
+    const keyEnd = plainStringEnd(bytes, at, end);
+    if (keyEnd === -1) return -1;
+    let value = skipSpace(bytes, keyEnd + 1, end);
+    if (bytes[value] !== COLON) return -1;
+    value = skipSpace(bytes, value + 1, end);
+    const first = bytes[value] as number;
+    const integer = first >= ZERO && first <= NINE;
+    const after = integer ? integerEnd(bytes, value, end) : first === OPEN_OBJECT ? plainObjectEnd(bytes, value, end, null) : plainScalarEnd(bytes, value, end);
+    if (after === -1) return -1;
+    if (counts !== null) {
+      const keyLength = keyEnd - at - 1;
+      for (const { name, bytes: expected } of COUNTED) {
+        if (expected.length === keyLength && bytesAt(bytes, at + 1, expected)) {
+          counts[name] = integer ? integerAt(bytes, value, after) : null;
+          break;
+        }
+      }
+    }
+    at = skipSpace(bytes, after, end);
+    if (bytes[at] === CLOSE_OBJECT) return at + 1;
+    if (bytes[at] !== COMMA) return -1;
+    at = skipSpace(bytes, at + 1, end);
+  }
+}
+
+/** Just past the integer at `at` (digits, no leading zero, at most 15 of them: exact as a double), or -1 for any other number. */
+function integerEnd(bytes: Uint8Array, at: number, end: number): number {
+  let i = at;
+  while (i < end && (bytes[i] as number) >= ZERO && (bytes[i] as number) <= NINE) i++;
+  if (i - at > 15 || (bytes[at] === ZERO && i - at > 1)) return -1;
+  const next = bytes[i];
+  return next === COMMA || next === CLOSE_OBJECT || next === SPACE || next === TAB ? i : -1;
+}
+
+function integerAt(bytes: Uint8Array, start: number, end: number): number {
+  let n = 0;
+  for (let i = start; i < end; i++) n = n * 10 + ((bytes[i] as number) - ZERO);
+  return n;
+}
+
+/** Just past a string of printable ASCII without escapes, `null`, `true` or `false` at `at`; -1 for anything else. */
+function plainScalarEnd(bytes: Uint8Array, at: number, end: number): number {
+  if (bytes[at] === QUOTE) {
+    const close = plainStringEnd(bytes, at, end);
+    return close === -1 ? -1 : close + 1;
+  }
+  for (const literal of LITERALS) if (bytesAt(bytes, at, literal)) return at + literal.length;
+  return -1;
+}
+
+/** The closing quote of a string of printable ASCII without escapes (what JSON.parse reads as written), or -1. */
+function plainStringEnd(bytes: Uint8Array, at: number, end: number): number {
+  for (let i = at + 1; i < end; i++) {
+    const b = bytes[i] as number;
+    if (b === QUOTE) return i;
+    if (b === BACKSLASH || b < SPACE || b > TILDE) return -1;
+  }
+  return -1;
+}
+
+const LITERALS = ['null', 'true', 'false'].map(ascii);
 
 /** Where the value of `key` starts in the JSON object at `at` (its `{`), or -1: not an object, no such key, or text that is not JSON. */
 function memberValue(bytes: Uint8Array, at: number, end: number, key: readonly number[]): number {
@@ -250,6 +356,9 @@ function skipSpace(bytes: Uint8Array, at: number, end: number): number {
 }
 
 const QUOTE = 0x22;
+const ZERO = 0x30;
+const NINE = 0x39;
+const TILDE = 0x7e;
 const BACKSLASH = 0x5c;
 const COLON = 0x3a;
 const COMMA = 0x2c;
@@ -277,7 +386,8 @@ function wholeEventsEnd(bytes: Uint8Array): number {
 }
 
 function nameAt(bytes: Uint8Array, start: number, end: number): string {
-  for (const { name, bytes: expected } of NAMES) if (expected.length === end - start && bytesAt(bytes, start, expected)) return name;
+  const known = NAMES_BY_LENGTH[end - start];
+  if (known !== undefined) for (const { name, bytes: expected } of known) if (bytesAt(bytes, start, expected)) return name;
   return utf8Text(bytes, start, end);
 }
 
