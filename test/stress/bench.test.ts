@@ -50,6 +50,11 @@ beforeAll(() => {
     BENCH_SLOW_CHUNKS: '5',
     BENCH_SLOW_INTERVAL_MS: '200',
     BENCH_PORTKEY: '0',
+    // Issue 36's scenario is sized by its sessions, not by BENCH_SECONDS: a handful of short ones.
+    BENCH_INFERENCE_PROMPTS: '4',
+    BENCH_INFERENCE_SESSIONS: '8',
+    BENCH_INFERENCE_TURNS: '2',
+    BENCH_INFERENCE_THINK_MS: '20',
     BENCH_OUT: out,
   };
   const [cmd, args] = hasTaskset ? ['taskset', ['-c', '0', process.execPath, 'loadtest/bench.mjs']] : [process.execPath, ['loadtest/bench.mjs']];
