@@ -19,15 +19,16 @@ import { pick, pickResult } from '../dist/workers/routing/pick.js';
 
 const REPLICAS = 4;
 const inference = { metricsIntervalMs: 250, staleAfterMs: 2_000, weights: { prefix: 3, queue: 2, kvCache: 2 }, queueThreshold: 5, kvCacheThreshold: 0.8, prefixBlockChars: 64, prefixIndexBlocks: 65_536 };
-const settings = (strategy) => ({ strategy, numRetries: 2, retryAfterMs: 0, allowedFails: 3, cooldownMs: 30_000, fallbacks: [], contextWindowFallbacks: [], streamCommitTimeoutMs: 10_000, maxRetryWaitMs: 10_000, timeoutMs: null, inference });
+const settings = (strategy) => ({ strategy, numRetries: 2, retryAfterMs: 0, allowedFails: 3, cooldownMs: 30_000, fallbacks: [], contextWindowFallbacks: [], streamCommitTimeoutMs: 10_000, maxRetryWaitMs: 10_000, timeoutMs: null, limitWindowMs: 60_000, inference });
 const timeouts = { connectMs: 1000, headersMs: 60_000, idleMs: 60_000, totalMs: 60_000 };
 const aliases = Array.from({ length: REPLICAS }, (_, i) => ({
   alias: 'llama', id: `r${i}`, weight: 1, order: 1, maxParallel: 0, provider: 'openai', upstreamModel: 'm', apiBase: `http://10.0.0.${i}:8000/v1`,
   credentials: { kind: 'not_required' }, responsesApi: false, timeouts, settings: {}, dropParams: false, serverMetrics: 'vllm',
+  rpm: 0, tpm: 0, replica: null, connectTo: null,
 }));
-const routing = { version: 1, aliases, slots: aliases.map((_, i) => i), rules: [], router: settings('inference-aware'), maxResponseBodyBytes: 1 << 20 };
+const routing = { version: 1, aliases, slots: aliases.map((_, i) => i), replicaSets: [], rules: [], router: settings('inference-aware'), maxResponseBodyBytes: 1 << 20 };
 const indexes = new Map(aliases.map((a) => [a.id, new PrefixIndex(prefixIndexMemory(65_536), 0)]));
-const group = new Router(routing, (id) => indexes.get(id) ?? null).resolve('llama');
+const group = new Router(routing, null, (id) => indexes.get(id) ?? null).resolve('llama');
 const states = new DeploymentStates(deploymentStateMemory(16, 1), 0);
 
 const hasher = await loadPromptHasher(64);
