@@ -9,7 +9,9 @@
 //              { "name": "access log to a pipe this process drains", "stdout": "pipe" },
 //              { "name": "flags", "flags": ["--single-threaded-gc"] } (default: npm start's, start-args.mjs), { "name": "direct", "direct": true },
 //              { "name": "2 workers on 2 CPUs", "workers": "2", "cpus": "0,1" } (default CPU 1; the load shares CPU 0),
-//              { "name": "translated", "route": "messages-translated-stream" } (this variant's own AB_ROUTE)]
+//              { "name": "translated", "route": "messages-translated-stream" } (this variant's own AB_ROUTE),
+//              { "name": "limited", "params": "rpm: 1000000000", "settings": "{ redis_url: 'redis://127.0.0.1:6379' }" }
+//              (extra params on every alias, and router_settings, in YAML flow style)]
 //   ("cwd": another checkout, built, e.g. `git worktree add /tmp/before HEAD~1` + node_modules link + tsc)
 // Env: AB_ROUTE chat | stream | paced | embeddings | messages | messages-stream (POST /v1/messages passed through to the
 // Anthropic fake) | messages-translated | messages-translated-stream (to the OpenAI fake, through chat) (default chat), AB_CONNECTIONS (64), AB_ROUNDS (8), AB_SECONDS (2).
@@ -61,17 +63,23 @@ const cpuMs = (pid) => {
 };
 
 const upstream = await start(0, (port) => ['loadtest/upstream.mjs', String(port)], {}, root, '/v1/models');
-const config = join(mkdtempSync(join(tmpdir(), 'switchyard-ab-')), 'ab.yaml');
+const configDir = mkdtempSync(join(tmpdir(), 'switchyard-ab-'));
 const base = `http://127.0.0.1:${upstream.port}/v1`;
-writeFileSync(config, `model_list:\n  - model_name: bench-chat\n    params: { model: openai/bench-model, api_base: ${base}, api_key: k }\n  - model_name: bench-embed\n    params: { model: openai/bench-embed, api_base: ${base}, api_key: k }\n  - model_name: bench-paced\n    params: { model: openai/bench-model, api_base: http://127.0.0.1:${upstream.port}/paced/v1, api_key: k }\n  - model_name: bench-claude\n    params: { model: anthropic/bench-model, api_base: http://127.0.0.1:${upstream.port}/anthropic, api_key: k }\n`);
+/** The variants' config: every alias on the fake upstream, with a variant's extra params and router_settings. */
+const configOf = (v, i) => {
+  const extra = v.params ? `, ${v.params}` : '';
+  const file = join(configDir, `ab-${i}.yaml`);
+  writeFileSync(file, `model_list:\n  - model_name: bench-chat\n    params: { model: openai/bench-model, api_base: ${base}, api_key: k${extra} }\n  - model_name: bench-embed\n    params: { model: openai/bench-embed, api_base: ${base}, api_key: k${extra} }\n  - model_name: bench-paced\n    params: { model: openai/bench-model, api_base: http://127.0.0.1:${upstream.port}/paced/v1, api_key: k${extra} }\n  - model_name: bench-claude\n    params: { model: anthropic/bench-model, api_base: http://127.0.0.1:${upstream.port}/anthropic, api_key: k${extra} }\n${v.settings ? `router_settings: ${v.settings}\n` : ''}`);
+  return file;
+};
 const gateways = [];
-for (const v of variants) {
+for (const [i, v] of variants.entries()) {
   if (v.direct) {
     // The fake upstream itself (it ignores the key and answers any model): the baseline for added latency.
     gateways.push({ v, child: upstream.child, port: upstream.port, rps: [], cpu: [], p50: [], p99: [], errors: 0 });
     continue;
   }
-  const env = { GATEWAY_CONFIG: config, GATEWAY_API_KEY: 'ab-key', HOST: '127.0.0.1', GATEWAY_WORKERS: v.workers ?? '1', LOG_LEVEL: 'info', ...(v.env ?? {}) };
+  const env = { GATEWAY_CONFIG: configOf(v, i), GATEWAY_API_KEY: 'ab-key', HOST: '127.0.0.1', GATEWAY_WORKERS: v.workers ?? '1', LOG_LEVEL: 'info', ...(v.env ?? {}) };
   const cwd = v.cwd ?? root;
   // A checkout from before the front was bundled (tools/bundle.mjs) has only tsc's entry.
   const main = existsSync(join(cwd, 'dist/server.js')) ? 'dist/server.js' : 'dist/src/main.js';

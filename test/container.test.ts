@@ -334,6 +334,7 @@ describe('the Dockerfile', () => {
     expect(startCommand(FINAL).slice(1)).toEqual(npmStart);
     expect(startCommand(FINAL)).toContain('--max-semi-space-size=4');
     expect(startCommand(FINAL)).toContain('--v8-pool-size=1');
+    expect(startCommand(FINAL)).toContain('--no-allocation-site-pretenuring');
     const { START_ARGS } = (await import(pathToFileURL(join(ROOT, 'loadtest/start-args.mjs')).href)) as { START_ARGS: string[] };
     expect(START_ARGS).toEqual(npmStart);
     // The bench, ab.mjs and the profiler start the gateway with these, not a copy of them.

@@ -1,7 +1,7 @@
 /**
  * Soak (docs/RESILIENCE.md, "Soak"): a bounded run of mixed traffic against
  * ONE gateway started as its own process, exactly as `npm start` runs it
- * (`node --max-semi-space-size=4 --v8-pool-size=1 dist/server.js`, 2 worker threads), so
+ * (`node --max-semi-space-size=4 --v8-pool-size=1 --no-allocation-site-pretenuring dist/server.js`, 2 worker threads), so
  * the RSS and the file descriptors measured are the gateway's alone, not
  * this vitest process's (which runs the fake upstream and the load).
  * Mix: non-streamed chat, streamed chat, embeddings (each both
