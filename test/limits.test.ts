@@ -8,7 +8,7 @@
 import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
 import { deploymentYaml } from './support/scripted-upstream.js';
-import { chat, startRouted, withRouted } from './support/routing.js';
+import { chat, deploymentStates, startRouted, withRouted } from './support/routing.js';
 import { chatBody } from './support/requests.js';
 
 const WINDOW_S = 2;
@@ -70,6 +70,9 @@ router_settings: { limit_window: 60 }
         expect(answers.map((a) => a.status)).toEqual(Array(8).fill(200));
         expect(answers.map((a) => a.routing.deployment)).toEqual(['east', 'east', 'east', 'west', 'west', 'west', 'west', 'west']);
         expect(up.at('east').received).toHaveLength(3);
+        const states = await deploymentStates(gw, 'chat');
+        expect(states.east?.limits).toMatchObject({ rpm: 3, tpm: null, window_s: 60, requests_in_window: 3 });
+        expect(states.west?.limits, 'a deployment with no rpm or tpm shows none').toBeUndefined();
       },
     ));
 
@@ -113,6 +116,9 @@ router_settings: { limit_window: 60 }
         for (let i = 0; i < expected + 2; i++) statuses.push((await gw.fetch('/v1/chat/completions', { method: 'POST', body })).status);
         expect(statuses).toEqual([...Array(expected).fill(200), 429, 429]);
         expect(up.at('east').received).toHaveLength(expected);
+        // /status/models shows the limits and this pod's use of them: the calls, their settled tokens, the two refused.
+        const { east } = await deploymentStates(gw, 'chat');
+        expect(east?.limits).toEqual({ rpm: null, tpm: 200, window_s: 60, requests_in_window: expected, tokens_in_window: 5 * expected, refused_total: 2 });
       },
     ));
 

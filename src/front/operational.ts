@@ -11,7 +11,7 @@ import { httpStatusOf } from '../health/types.js';
 import { VERSION } from '../../protocol/version.js';
 import { workerModeReport } from '../config/workers.js';
 import type { FrontContext } from './context.js';
-import type { DeploymentCredentials, ModelStatus } from './status-schemas.js';
+import type { DeploymentCredentials, DeploymentLimitsStatus, ModelStatus } from './status-schemas.js';
 import { isoOrNull, type AwsChainStates } from '../supervisor/aws-chain.js';
 import { send, sendError, sendJson, type Exchange } from './http.js';
 import { replicaSetsStatus } from './replica-status.js';
@@ -96,7 +96,7 @@ function modelStatus(group: GroupSpec, ctx: FrontContext, now: number): ModelSta
     routable: group.deployments.some((d) => d.credentials.kind !== 'missing'),
     routing_strategy: ctx.config.routing.router.strategy,
     fallbacks: [...group.fallbacks],
-    deployments: group.deployments.map((d, i) => withInference(deploymentStatus(d, group.slots[i] as number, states, ctx.awsChain, now), ctx.inference.inferenceFigures(d.id, now))),
+    deployments: group.deployments.map((d, i) => withLimits(withInference(deploymentStatus(d, group.slots[i] as number, states, ctx.awsChain, now), ctx.inference.inferenceFigures(d.id, now)), d, group.slots[i] as number, ctx, now)),
     replica_sets: replicaSetsStatus(group, { states, replicas: ctx.replicas, inferenceFigures: (id) => ctx.inference.inferenceFigures(id, now) }, now),
   };
 }
@@ -133,6 +133,24 @@ function deploymentStatus(d: AliasRoute, slot: number, states: DeploymentStates,
     failures_last_minute: s.failuresLastMinute,
     last_error: s.lastError,
     credentials: credentialsStatus(d, chains),
+  };
+}
+
+/** A deployment with rpm or tpm shows its limits and this pod's use of them; any other is as it was. */
+function withLimits<T extends object>(status: T, d: AliasRoute, slot: number, ctx: FrontContext, now: number): T | (T & { limits: DeploymentLimitsStatus }) {
+  if (d.rpm === 0 && d.tpm === 0) return status;
+  const windowMs = ctx.config.routing.router.limitWindowMs;
+  const used = ctx.deployments.limits.snapshot(slot, now, windowMs);
+  return {
+    ...status,
+    limits: {
+      rpm: d.rpm === 0 ? null : d.rpm,
+      tpm: d.tpm === 0 ? null : d.tpm,
+      window_s: windowMs / 1000,
+      requests_in_window: Math.round(used.requests),
+      tokens_in_window: Math.round(used.tokens),
+      refused_total: Math.round(used.refusedTotal),
+    },
   };
 }
 

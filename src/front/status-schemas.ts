@@ -48,6 +48,20 @@ export const inferenceFiguresSchema = z.object({
   prefix_index_entries: z.number().int(),
 });
 
+/**
+ * A deployment with `rpm` or `tpm` (CONTRACT.md, Shared state across pods): its limits and what this pod
+ * admitted within the window now (with a redis_url the fleet's budget is shared; these are the pod's own calls).
+ */
+export const deploymentLimitsSchema = z.object({
+  rpm: z.number().int().nullable(),
+  tpm: z.number().int().nullable(),
+  window_s: z.number(),
+  requests_in_window: z.number().int(),
+  tokens_in_window: z.number().int(),
+  /** Calls a limit kept from this deployment since the pod started (skipped to another, or answered 429). */
+  refused_total: z.number().int(),
+});
+
 /** One deployment of an alias with its live routing state (CONTRACT.md, Routing for high volume). */
 export const deploymentStatusSchema = z.object({
   id: z.string(),
@@ -67,6 +81,8 @@ export const deploymentStatusSchema = z.object({
   credentials: deploymentCredentialsSchema,
   /** Only on a deployment with server_metrics. */
   inference: inferenceFiguresSchema.optional(),
+  /** Only on a deployment with rpm or tpm. */
+  limits: deploymentLimitsSchema.optional(),
 });
 
 /**
@@ -126,6 +142,7 @@ export const modelStatusSchema = z.object({
 
 export type ModelStatus = z.infer<typeof modelStatusSchema>;
 export type DeploymentCredentials = z.infer<typeof deploymentCredentialsSchema>;
+export type DeploymentLimitsStatus = z.infer<typeof deploymentLimitsSchema>;
 export type ReplicaSetStatus = z.infer<typeof replicaSetStatusSchema>;
 
 export const modelStatusListSchema = z.object({ object: z.literal('list'), data: z.array(modelStatusSchema) });

@@ -41,6 +41,8 @@ export interface FleetOptions {
   podEnv?: (i: number) => Record<string, string>;
   /** GATEWAY_WORKERS of each pod (default 1: a fleet of N on a 2-core host). */
   workers?: number;
+  /** Keep the access lines of answered calls (status 200) for `events('access')`; the rest of a load's access log is dropped. */
+  keepAnswered?: boolean;
 }
 
 /** One request the fleet sent: to which pod, when, how long it took, and what it gave. */
@@ -102,7 +104,7 @@ export async function startFleet(options: FleetOptions): Promise<Fleet> {
       keepStdout: false,
       onLine: (line) => {
         // The access lines are most of a load's log; the rest (state changes, errors) is what a test reads.
-        if (line.includes('"event":"access"')) return;
+        if (line.includes('"event":"access"') && !(options.keepAnswered === true && line.includes('"status":200,'))) return;
         try {
           kept.push(JSON.parse(line) as LogLine);
         } catch {
