@@ -7,19 +7,25 @@
  * What runs, each on a timer of its own, none on the request path:
  * - the budget (every TICK_MS): for each deployment with rpm/tpm, what the
  *   workers used since the last look, a draw (one DRAW script) when the
- *   credit in hand is below half a slice, what calls gave back and what
- *   lots expired given back (GIVEBACK);
+ *   credit in hand is below half a slice, and in one ADD script what lots
+ *   that expired give back, with what calls did not use (sent once a
+ *   bucket: at the minute's window, once a second);
  * - cooldowns (every COOLDOWN_POLL_MS): a cooldown or a provider back-off
  *   this pod's workers started is written (COOL), and those the other pods
  *   wrote are read and put in the shared deployment state;
- * - health (every PING_MS): a PING, and the pods' register. Redis is lost
- *   when the connection drops or three pings in a row took over 50 ms:
+ * - health (every PING_MS): one REGISTER script, which marks this pod seen
+ *   and counts the pods, timed as the ping. Redis is lost when the
+ *   connection drops or three pings in a row took over 50 ms:
  *   the workers then admit on their own, at the limit ÷ the pods last seen
  *   (the whole limit if Redis was never reached), and come back to the
  *   fleet's budget once a ping is quick again.
  *
  * Every Redis command has a short timeout; the client's offline queue is
  * off, so a command while disconnected fails at once instead of waiting.
+ * A pod sends about a dozen commands a second whatever its traffic: each
+ * one costs the pod more CPU than a call does (the client's encoding, its
+ * timeout, a socket write), so nothing here is sent per tick that could
+ * wait for the next bucket.
  */
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
@@ -29,7 +35,7 @@ import type { DeploymentStates } from '../../protocol/deployment-state.js';
 import { groupsOf } from '../../protocol/routing-groups.js';
 import type { SharedStateConfig } from '../config/shared-state.js';
 import { Budget, shareOf } from './budget.js';
-import { COOL, COOLDOWNS_KEY, DRAW, GIVEBACK, PODS_KEY, SEED, WINDOW_BUCKETS, windowKey } from './scripts.js';
+import { ADD, COOL, COOLDOWNS_KEY, DRAW, PODS_KEY, REGISTER, WINDOW_BUCKETS, windowKey } from './scripts.js';
 
 export const TICK_MS = 25;
 export const PING_MS = 200;
@@ -72,6 +78,8 @@ interface Books {
   readonly requests: Budget;
   readonly tokens: Budget;
   nextDrawAt: number;
+  /** The bucket in which what calls did not use was last sent back. */
+  refundedIn: number;
 }
 
 export interface SharedStateDeps {
@@ -94,6 +102,8 @@ export class SharedState implements SharedStateView {
   readonly #pod = `${process.pid}-${randomBytes(6).toString('hex')}`;
   readonly #now: () => number;
   readonly #books = new Map<string, Books>();
+  /** The config the books were last pruned for. */
+  #booked: RoutingConfig | null = null;
   readonly #shas = new Map<string, string>();
   readonly #timers: NodeJS.Timeout[] = [];
   /** Redis was reached at least once: a lost Redis then divides the limit by the pods last seen. */
@@ -160,28 +170,18 @@ export class SharedState implements SharedStateView {
     const started = performance.now();
     try {
       if (!this.#client.isReady) throw new Error('not connected');
-      await this.#client.sendCommand(['PING'], { timeout: COMMAND_TIMEOUT_MS });
+      const pods = await this.#eval<number>(REGISTER, PODS_KEY, [this.#pod, String(this.#now()), String(POD_TTL_MS)], COMMAND_TIMEOUT_MS);
       const ms = performance.now() - started;
+      this.pods = Math.max(1, Number(pods));
+      this.#reached = true;
       this.#strikes = ms > SLOW_PING_MS ? this.#strikes + 1 : 0;
       if (this.#strikes >= STRIKES) this.#lose(`${STRIKES} pings in a row over ${SLOW_PING_MS} ms (last ${Math.round(ms)} ms)`);
-      else if (this.#strikes === 0) {
-        await this.#register();
-        if (this.state !== 'ok') await this.#recover();
-      }
+      else if (this.#strikes === 0 && this.state !== 'ok') await this.#recover();
     } catch (err) {
       this.#lose(`ping: ${(err as Error).message}`);
     } finally {
       this.#pinging = false;
     }
-  }
-
-  /** This pod is alive; how many are. */
-  async #register(): Promise<void> {
-    const now = this.#now();
-    await this.#client.sendCommand(['ZADD', PODS_KEY, String(now), this.#pod], { timeout: COMMAND_TIMEOUT_MS });
-    await this.#client.sendCommand(['ZREMRANGEBYSCORE', PODS_KEY, '-inf', String(now - POD_TTL_MS)], { timeout: COMMAND_TIMEOUT_MS });
-    this.pods = Math.max(1, Number(await this.#client.sendCommand<number>(['ZCARD', PODS_KEY], { timeout: COMMAND_TIMEOUT_MS })));
-    this.#reached = true;
   }
 
   /** Redis answers quickly again: what this pod sent alone joins the fleet's window, and the fleet's budget is drawn again. */
@@ -194,7 +194,7 @@ export class SharedState implements SharedStateView {
       if (from === null) continue;
       const args: string[] = [String(this.#bucket(now)), String(WINDOW_BUCKETS)];
       limits.countsSince(slot, from, now, windowMs, (bucket, requests, tokens) => args.push(String(bucket), String(Math.round(requests)), String(Math.round(tokens))));
-      if (args.length > 2) await this.#eval(SEED, windowKey(id), args, COMMAND_TIMEOUT_MS);
+      if (args.length > 2) await this.#eval(ADD, windowKey(id), args, COMMAND_TIMEOUT_MS);
     }
     this.#aloneFrom = null;
     this.#books.clear();
@@ -240,24 +240,31 @@ export class SharedState implements SharedStateView {
     const width = windowMs / BUCKETS;
     const bucket = Math.floor(now / width);
     // A reload that dropped a deployment (or its limits): its books go (what it held stays in Redis' window until it ages out).
-    if (this.#books.size > 0) {
+    if (routing !== this.#booked && this.#books.size > 0) {
       const kept = new Set(routing.aliases.filter((route) => route.rpm > 0 || route.tpm > 0).map((route) => route.id));
       for (const id of this.#books.keys()) if (!kept.has(id)) this.#books.delete(id);
     }
+    this.#booked = routing;
     routing.aliases.forEach((route, i) => {
       if (route.rpm === 0 && route.tpm === 0) return;
       const slot = routing.slots[i] as number;
       let books = this.#books.get(route.id);
       if (books === undefined || books.slot !== slot) {
         limits.resetCredit(slot);
-        books = { slot, requests: new Budget(), tokens: new Budget(), nextDrawAt: 0 };
+        books = { slot, requests: new Budget(), tokens: new Budget(), nextDrawAt: 0, refundedIn: bucket };
         this.#books.set(route.id, books);
       }
-      const key = windowKey(route.id);
-      limits.drainRefunds(slot, now, windowMs, (b, requests, tokens) => void this.#eval(GIVEBACK, key, [String(b), String(bucket), String(WINDOW_BUCKETS), String(Math.round(requests)), String(Math.round(tokens))], COMMAND_TIMEOUT_MS).catch(() => undefined));
+      // What goes back to the fleet this tick: [bucket, calls, tokens]… for one ADD. What calls did not use waits
+      // for the bucket to turn (a bucket late at most: the fleet then sees a little less room, never more).
+      const back: string[] = [];
+      if (books.refundedIn !== bucket) {
+        books.refundedIn = bucket;
+        limits.drainRefunds(slot, now, windowMs, givingBack(back));
+      }
       books.requests.observe(limits.requestCredit(slot));
       books.tokens.observe(limits.tokenCredit(slot));
-      this.#expire(route.id, books, now, LOT_TTL_BUCKETS * width, bucket);
+      this.#expire(books, now, LOT_TTL_BUCKETS * width, back);
+      if (back.length > 0) void this.#add(route.id, bucket, back).catch(() => undefined);
       const requestShare = shareOf(route.rpm, this.pods);
       const tokenShare = shareOf(route.tpm, this.pods);
       limits.setOverdraft(slot, route.rpm > 0 ? requestShare.overdraft : 0, route.tpm > 0 ? tokenShare.overdraft : 0);
@@ -292,36 +299,43 @@ export class SharedState implements SharedStateView {
     }
   }
 
-  /** Lots held too long go back to the fleet, to the bucket each was drawn in. */
-  #expire(id: string, books: Books, now: number, ttl: number, bucket: number): void {
+  /** Lots held too long are taken back from the workers' credit, to go back to the bucket each was drawn in (pushed on `back`). */
+  #expire(books: Books, now: number, ttl: number, back: string[]): void {
     const { limits } = this.#deps;
     const requests = books.requests.expired(now, ttl);
     const tokens = books.tokens.expired(now, ttl);
     if (requests.length === 0 && tokens.length === 0) return;
     const out = { requests: 0, tokens: 0 };
-    const give = (b: number, r: number, t: number) => {
-      if (r > 0 || t > 0) void this.#eval(GIVEBACK, windowKey(id), [String(b), String(bucket), String(WINDOW_BUCKETS), String(r), String(t)], COMMAND_TIMEOUT_MS).catch(() => undefined);
-    };
     for (const lot of requests) {
       limits.reclaim(books.slot, lot.remaining, 0, out);
       books.requests.returned(lot, out.requests);
-      give(lot.bucket, out.requests, 0);
+      if (out.requests > 0) back.push(String(lot.bucket), String(-Math.round(out.requests)), '0');
     }
     for (const lot of tokens) {
       limits.reclaim(books.slot, 0, lot.remaining, out);
       books.tokens.returned(lot, out.tokens);
-      give(lot.bucket, 0, out.tokens);
+      if (out.tokens > 0) back.push(String(lot.bucket), '0', String(-Math.round(out.tokens)));
     }
+  }
+
+  /** One ADD: `triples` ([bucket, calls, tokens]…, signed) into the deployment's window. */
+  #add(id: string, bucket: number, triples: readonly string[]): Promise<unknown> {
+    return this.#eval(ADD, windowKey(id), [String(bucket), String(WINDOW_BUCKETS), ...triples], COMMAND_TIMEOUT_MS);
   }
 
   async #giveAllBack(): Promise<void> {
     const now = this.#now();
     const bucket = this.#bucket(now);
+    const sends: Array<Promise<unknown>> = [];
     for (const [id, books] of this.#books) {
       books.requests.observe(this.#deps.limits.requestCredit(books.slot));
       books.tokens.observe(this.#deps.limits.tokenCredit(books.slot));
-      this.#expire(id, books, Infinity, 0, bucket);
+      const back: string[] = [];
+      this.#deps.limits.drainRefunds(books.slot, now, this.#windowMs(), givingBack(back));
+      this.#expire(books, Infinity, 0, back);
+      if (back.length > 0) sends.push(this.#add(id, bucket, back));
     }
+    await Promise.allSettled(sends);
   }
 
   // ── cooldowns ──
@@ -401,6 +415,11 @@ export class SharedState implements SharedStateView {
   #bucket(now = this.#now()): number {
     return Math.floor(now / (this.#windowMs() / BUCKETS));
   }
+}
+
+/** What calls did not use, as drainRefunds hands it over, pushed on `back` as ADD's triples (taken off). */
+function givingBack(back: string[]): (bucket: number, requests: number, tokens: number) => void {
+  return (bucket, requests, tokens) => back.push(String(bucket), String(-Math.round(requests)), String(-Math.round(tokens)));
 }
 
 function pairs(flat: readonly string[]): Array<[string, string]> {

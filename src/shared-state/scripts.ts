@@ -79,25 +79,12 @@ return {gr, gt, math.floor(wait)}
 `;
 
 /**
- * GIVEBACK. KEYS[1] the window. ARGV: the bucket given back to, the current bucket, B, calls, tokens.
- * A bucket that left the window counts nowhere any more: nothing to do.
+ * ADD. KEYS[1] the window. ARGV: the current bucket, B, then triples of bucket, calls, tokens (signed),
+ * each added to its bucket. Gives back (negative: a lot that expired, what calls did not use) and
+ * seeds (positive: what a pod sent on its own while Redis was lost, added when Redis comes back).
+ * A bucket that left the window counts nowhere any more: it is skipped.
  */
-export const GIVEBACK = `
-local b = tonumber(ARGV[1])
-if b < tonumber(ARGV[2]) - tonumber(ARGV[3]) then return 0 end
-local r = tonumber(ARGV[4])
-local t = tonumber(ARGV[5])
-if r ~= 0 then redis.call('HINCRBY', KEYS[1], 'r' .. b, -r) end
-if t ~= 0 then redis.call('HINCRBY', KEYS[1], 't' .. b, -t) end
-return 1
-`;
-
-/**
- * SEED. KEYS[1] the window. ARGV: the current bucket, B, then pairs of bucket and calls, tokens
- * (flattened as bucket, calls, tokens, …). What a pod sent on its own while Redis was lost is
- * added to the window when Redis comes back, so the fleet's window holds it.
- */
-export const SEED = `
+export const ADD = `
 local now = tonumber(ARGV[1])
 local B = tonumber(ARGV[2])
 for k = 3, #ARGV, 3 do
@@ -110,6 +97,18 @@ for k = 3, #ARGV, 3 do
   end
 end
 return 1
+`;
+
+/**
+ * REGISTER. KEYS[1] the pods. ARGV: this pod's id, now (ms), how long a pod counts unseen (ms).
+ * Marks this pod seen, forgets the pods not seen for that long, returns how many are left. Sent
+ * as the health ping: its round trip is what the pings time.
+ */
+export const REGISTER = `
+local now = tonumber(ARGV[2])
+redis.call('ZADD', KEYS[1], now, ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[3]))
+return redis.call('ZCARD', KEYS[1])
 `;
 
 /**
