@@ -7,6 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRedis, type RedisServer } from './support/redis-server.js';
+import { respMonitor } from './support/resp.js';
 import { startDelayProxy } from './support/delay-proxy.js';
 import { startFleet, type Fleet } from './support/gateway-fleet.js';
 import { deploymentYaml, startScriptedUpstream, type ScriptedUpstream } from './support/scripted-upstream.js';
@@ -234,6 +235,32 @@ ${redisUrl === null ? '' : `router_settings: { redis_url: "${redisUrl}" }`}
     } finally {
       await shared.stopAll();
       await alone.stopAll();
+      up.reset();
+    }
+  });
+
+  it('a pod sends Redis about a dozen commands a second whatever its traffic: nothing per call, nothing per 25 ms tick', async () => {
+    // The minute's window, and limits no call reaches; every call billed below its estimate, so each leaves tokens to give back.
+    up.at('fast').usage({ prompt_tokens: 5, completion_tokens: 5 });
+    const fleet = await startFleet({ pods: 2, yaml: `
+model_list:${deploymentYaml('chat', up.at('fast'), ', rpm: 1000000000, tpm: 1000000000000')}
+router_settings: { redis_url: "${redis.url}" }
+` });
+    try {
+      await until(async () => (await Promise.all(fleet.pods.map(sharedState))).every((s) => s === 'ok'), 'every pod reached Redis', 5000);
+      const monitor = await respMonitor(redis.port);
+      const started = performance.now();
+      const sent = await fleet.spread({ durationMs: 3000 }, { concurrency: 8 }, (pod) => chat(pod, 'chat', { max_tokens: 50 })).finally(() => monitor.close());
+      const seconds = (performance.now() - started) / 1000;
+      const commands = monitor.total();
+      console.info(`[figures] Redis commands per pod and second under load: ${(commands / fleet.pods.length / seconds).toFixed(1)} ${JSON.stringify(Object.fromEntries(monitor.commands()))}`);
+      expect(sent.every((s) => s.value?.status === 200)).toBe(true);
+      // Enough calls that a give-back per tick (40 a second) would have had something to send at every tick.
+      expect(sent.length, 'calls sent').toBeGreaterThan(300);
+      // A ping every 200 ms, a cooldown poll every 250 ms, about a give-back a second and a draw every two: 11.5 a second.
+      expect(commands / fleet.pods.length / seconds, `${JSON.stringify(Object.fromEntries(monitor.commands()))} from ${fleet.pods.length} pods in ${seconds.toFixed(1)} s`).toBeLessThan(16);
+    } finally {
+      await fleet.stopAll();
       up.reset();
     }
   });

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRedis, type RedisServer } from './redis-server.js';
-import { RespError, respCommand, respConnect } from './resp.js';
+import { RespError, respCommand, respConnect, respMonitor } from './resp.js';
 import { until } from './waits.js';
 
 /** Resolves with the connect's error code (ECONNREFUSED) or 'connected'. */
@@ -64,6 +64,21 @@ describe('startRedis', () => {
     expect(await redis.command('CONFIG', 'GET', 'appendonly')).toEqual(['appendonly', 'no']);
     expect(await redis.command('CONFIG', 'GET', 'bind')).toEqual(['bind', '127.0.0.1']);
     expect(redis.log()).toMatch(/Ready to accept connections/);
+  });
+
+  it('respMonitor counts the commands clients send, a script as one however many calls it makes', async () => {
+    const monitor = await respMonitor(redis.port);
+    try {
+      const conn = await respConnect(redis.port);
+      await conn.send(['SET', 'watched', '1']);
+      await conn.send(['GET', 'watched']);
+      expect(await conn.send(['EVAL', "redis.call('INCR', KEYS[1]); redis.call('INCR', KEYS[1]); return redis.call('GET', KEYS[1])", '1', 'watched'])).toBe('3');
+      conn.close();
+      await until(() => monitor.total() === 3, 'the monitor saw the three commands');
+      expect(Object.fromEntries(monitor.commands())).toEqual({ SET: 1, GET: 1, EVAL: 1 });
+    } finally {
+      monitor.close();
+    }
   });
 
   it('kill() is an outage: the process dies at once, the port refuses, an open connection closes; restart() is back on the same port, empty', async () => {

@@ -142,3 +142,40 @@ export async function respCommand(port: number, args: readonly (string | number 
     conn.close();
   }
 }
+
+export interface RespMonitor {
+  /** Commands clients sent since the monitor started, by name (upper case); a script's own calls are not among them. */
+  commands(): ReadonlyMap<string, number>;
+  /** All of them. */
+  total(): number;
+  close(): void;
+}
+
+/**
+ * Redis' MONITOR on a connection of its own: what other clients send, counted as Redis executes it.
+ * Redis shows the calls a script makes as `[<db> lua]`, the clients' own as `[<db> <address>]`: only
+ * those are counted, so a script is one command however much it does inside.
+ */
+export async function respMonitor(port: number): Promise<RespMonitor> {
+  const conn = await respConnect(port);
+  const counts = new Map<string, number>();
+  let text = '';
+  // MONITOR's first reply is +OK; then a status line for each command, outside the request/reply order.
+  await conn.send(['MONITOR']);
+  conn.socket.on('data', (chunk: Buffer) => {
+    text += chunk.toString('utf8');
+    const lines = text.split('\r\n');
+    text = lines.pop() as string;
+    for (const line of lines) {
+      const m = /^\+\d+\.\d+ \[\d+ ([^\]]+)\] "([^"]+)"/.exec(line);
+      if (m === null || m[1] === 'lua') continue;
+      const name = (m[2] as string).toUpperCase();
+      counts.set(name, (counts.get(name) ?? 0) + 1);
+    }
+  });
+  return {
+    commands: () => counts,
+    total: () => [...counts.values()].reduce((n, c) => n + c, 0),
+    close: () => conn.close(),
+  };
+}
