@@ -960,6 +960,23 @@ function messagesTable() {
   return rows.join('\n');
 }
 
+function sharedTable() {
+  const row = (label, runs, c1) => `| ${label} | ${spread(stats(runs.map((r) => r.rps)))} | ${spread(stats(runs.map((r) => r.cpuPerReqUs)), 1)} µs | ${spread(stats(c1.map((r) => r.p50)), 0, us)} µs | ${[...runs, ...c1].reduce((n, r) => n + r.errors, 0)} |`;
+  const ratio = stats(sharedResults.with.map((r, i) => r.rps / sharedResults.without[i].rps));
+  const added = stats(sharedResults.withC1.map((r, i) => us(r.p50 - sharedResults.withoutC1[i].p50)));
+  return [
+    '| 3 inline pods | chat c64 req/s (22 + 21 + 21 connections) | pods\' CPU per call | p50, one connection per pod | errors |',
+    '|---|---|---|---|---|',
+    row('with `redis_url`', sharedResults.with, sharedResults.withC1),
+    row('without', sharedResults.without, sharedResults.withoutC1),
+    '',
+    '| goal | figure |',
+    '|---|---|',
+    `| chat c64, with ÷ without ≥ ${SHARED_GOAL}× | ${spread(ratio, 3)}× ${mark(ratio.med >= SHARED_GOAL)} |`,
+    `| p50 added, one connection per pod ≤ ${SHARED_P50_GOAL_US} µs | ${spread(added)} µs ${mark(added.med <= SHARED_P50_GOAL_US)} |`,
+  ].join('\n');
+}
+
 function nativeTable() {
   const rows = ['| scenario | through | req/s | CPU per request | CPU per stream chunk | errors |', '|---|---|---|---|---|---|'];
   for (const r of NATIVE_SCENARIOS) {
@@ -1170,6 +1187,15 @@ ${holdTable}
 ## Memory and start
 
 ${memTable}
+
+## Limits shared through Redis (issue 37)
+
+Chat at concurrency 64 spread over 3 inline pods on CPU ${GATEWAY_CPU}, their alias with an rpm and tpm no call reaches,
+with a \`redis_url\` (a redis-server on CPU ${LOAD_CPU}) and without, back to back in each repeat and in turns first,
+${seconds} s × ${repeats}, after ${fmt((3 * WARMUP_MS_EACH) / 1000, 1)} s of warm-up each (a pod takes a third of the calls). The p50 is
+measured apart at one connection per pod: at concurrency 64 on one core a call's latency is its wait in the queue.
+
+${sharedTable()}
 
 ## Inference-aware routing (issue 36)
 

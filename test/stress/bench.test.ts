@@ -28,13 +28,16 @@ let run: { status: number | null; stdout: string; stderr: string };
 let report = '';
 let committedBefore = '';
 
-/** The rows of the markdown table under `## <heading>`, as cells (header and rule left out). */
+/** The rows of the first markdown table under `## <heading>`, as cells (header and rule left out). */
 function table(heading: string): string[][] {
   const start = report.indexOf(`\n## ${heading}\n`);
   expect(start, `section "${heading}"`).toBeGreaterThanOrEqual(0);
   const rest = report.slice(start + heading.length + 5);
   const end = rest.indexOf('\n## ');
-  const lines = (end < 0 ? rest : rest.slice(0, end)).split('\n').filter((l) => l.startsWith('|'));
+  const section = (end < 0 ? rest : rest.slice(0, end)).split('\n');
+  const first = section.findIndex((l) => l.startsWith('|'));
+  const after = section.findIndex((l, i) => i > first && !l.startsWith('|'));
+  const lines = first < 0 ? [] : section.slice(first, after < 0 ? undefined : after);
   expect(lines[1], `the rule under the header of "${heading}"`).toMatch(/^\|(-+\|)+$/);
   return lines.slice(2).map((l) => l.slice(2, -2).split(' | '));
 }
@@ -75,7 +78,7 @@ describe('npm run bench, cut short', () => {
     expect(run.stdout).toContain(`wrote ${out} (`);
     expect(report.length).toBeGreaterThan(0);
     expect(sha(committed)).toBe(committedBefore);
-    for (const heading of ['Machine and setup', 'Commands', 'Targets', 'Scenarios', `${SLOW_STREAMS} slow streams held open`, 'Memory and start']) {
+    for (const heading of ['Machine and setup', 'Commands', 'Targets', 'Scenarios', `${SLOW_STREAMS} slow streams held open`, 'Memory and start', 'Limits shared through Redis (issue 37)']) {
       expect(report).toContain(`\n## ${heading}\n`);
     }
     expect(report).toContain('npm run bench');
@@ -123,5 +126,8 @@ describe('npm run bench, cut short', () => {
       expect(r.at(-1), `slow streams through ${r[0]}`).toBe('0');
       expect(r[3], `streams open at once through ${r[0]}`).toMatch(new RegExp(`^${SLOW_STREAMS} `));
     }
+    const fleets = table('Limits shared through Redis (issue 37)');
+    expect(fleets.map((r) => r[0])).toEqual(['with `redis_url`', 'without']);
+    for (const r of fleets) expect(r.at(-1), `3 pods ${r[0]}`).toBe('0');
   });
 });
