@@ -54,6 +54,11 @@ async function sharedState(pod: GatewayEndpoint): Promise<string> {
   return ((await res.json()) as { shared_state: string }).shared_state;
 }
 
+/** Waits until every pod of `fleet` says shared_state ok: it reached Redis and draws from the fleet's budget. */
+async function everyPodReachedRedis(fleet: Fleet): Promise<void> {
+  await until(async () => (await Promise.all(fleet.pods.map(sharedState))).every((s) => s === 'ok'), 'every pod reached Redis', 5000);
+}
+
 describe('limits shared by a fleet through Redis', () => {
   let redis: RedisServer;
   let up: ScriptedUpstream;
@@ -73,7 +78,7 @@ model_list:${deploymentYaml('chat', up.at('east'), `, rpm: ${rpm}`)}
 router_settings: { redis_url: "${redis.url}", limit_window: ${WINDOW_S} }
 ` });
     try {
-      await until(async () => (await Promise.all(fleet.pods.map(sharedState))).every((s) => s === 'ok'), 'every pod reached Redis', 5000);
+      await everyPodReachedRedis(fleet);
       const started = performance.now();
       const sent = await fleet.spread({ durationMs: 3 * WINDOW_MS }, { concurrency: 12 }, (pod) => chat(pod, 'chat'));
       const calls = up.at('east').calls().filter((c) => c.at >= started);
@@ -107,7 +112,7 @@ model_list:${deploymentYaml('chat', up.at('east'), `, tpm: ${tpm}`)}
 router_settings: { redis_url: "${redis.url}", limit_window: ${WINDOW_S} }
 ` });
     try {
-      await until(async () => (await Promise.all(fleet.pods.map(sharedState))).every((s) => s === 'ok'), 'every pod reached Redis', 5000);
+      await everyPodReachedRedis(fleet);
       const started = performance.now();
       await fleet.spread({ durationMs: 2 * WINDOW_MS }, { concurrency: 12 }, (pod) => chat(pod, 'chat', { max_tokens: 20 }));
       const calls = up.at('east').calls().filter((c) => c.at >= started);
@@ -129,7 +134,7 @@ model_list:${deploymentYaml('chat', up.at('east'))}${deploymentYaml('chat', up.a
 router_settings: { redis_url: "${redis.url}", cooldown_time: 30, num_retries: 0 }
 ` });
     try {
-      await until(async () => (await Promise.all(fleet.pods.map(sharedState))).every((s) => s === 'ok'), 'every pod reached Redis', 5000);
+      await everyPodReachedRedis(fleet);
       up.at('east').always({ kind: 'status', status: 429 });
       // Pod 0 alone meets east's 429 (at once a cooldown); the others have never called east.
       await until(
@@ -162,7 +167,7 @@ model_list:${deploymentYaml('chat', up.at('fast'), ', rpm: 100000')}
 router_settings: { redis_url: "${redis.url}" }
 ` });
     try {
-      await until(async () => (await Promise.all(fleet.pods.map(sharedState))).every((s) => s === 'ok'), 'every pod reached Redis', 5000);
+      await everyPodReachedRedis(fleet);
       const load = fleet.spread({ durationMs: 6000 }, { concurrency: 4 }, (pod) => chat(pod, 'chat'));
       await new Promise((resolve) => setTimeout(resolve, 1000));
       const killedAt = performance.now();
@@ -193,7 +198,7 @@ model_list:${deploymentYaml('chat', up.at('east'), `, rpm: ${rpm}`)}
 router_settings: { redis_url: "${redis.url}", limit_window: 60 }
 ` });
     try {
-      await until(async () => (await Promise.all(fleet.pods.map(sharedState))).every((s) => s === 'ok'), 'every pod reached Redis', 5000);
+      await everyPodReachedRedis(fleet);
       // Both pods registered, and each has seen the other (a ping every 200 ms).
       await until(async () => Number(await redis.command('ZCARD', 'switchyard:{switchyard}:pods')) === 2, 'two pods registered', 5000);
       await new Promise((resolve) => setTimeout(resolve, 400));
@@ -247,7 +252,7 @@ model_list:${deploymentYaml('chat', up.at('fast'), ', rpm: 1000000000, tpm: 1000
 router_settings: { redis_url: "${redis.url}" }
 ` });
     try {
-      await until(async () => (await Promise.all(fleet.pods.map(sharedState))).every((s) => s === 'ok'), 'every pod reached Redis', 5000);
+      await everyPodReachedRedis(fleet);
       const monitor = await respMonitor(redis.port);
       const started = performance.now();
       const sent = await fleet.spread({ durationMs: 3000 }, { concurrency: 8 }, (pod) => chat(pod, 'chat', { max_tokens: 50 })).finally(() => monitor.close());
@@ -272,7 +277,7 @@ model_list:${deploymentYaml('chat', up.at('fast'), ', rpm: 100000')}
 router_settings: { redis_url: "${proxy.url('redis')}" }
 ` });
     try {
-      await until(async () => (await Promise.all(fleet.pods.map(sharedState))).every((s) => s === 'ok'), 'every pod reached Redis', 5000);
+      await everyPodReachedRedis(fleet);
       const load = fleet.spread({ durationMs: 4000 }, { concurrency: 4 }, (pod) => chat(pod, 'chat'));
       proxy.setDelay(150);
       const slowedAt = performance.now();
