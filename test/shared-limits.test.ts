@@ -7,6 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRedis, type RedisServer } from './support/redis-server.js';
+import { startRedisCluster } from './support/redis-cluster.js';
 import { respMonitor } from './support/resp.js';
 import { startDelayProxy } from './support/delay-proxy.js';
 import { startFleet, type Fleet } from './support/gateway-fleet.js';
@@ -267,6 +268,38 @@ router_settings: { redis_url: "${redis.url}" }
     } finally {
       await fleet.stopAll();
       up.reset();
+    }
+  });
+
+  it('a Redis Cluster: redis_url names one node, the client follows the slots to the others, and the fleet shares the limit', async () => {
+    const cluster = await startRedisCluster(3);
+    const rpm = 40;
+    const pods = 2;
+    const named = cluster.nodes[0] as RedisServer;
+    const fleet = await startFleet({ pods, yaml: `
+model_list:${deploymentYaml('chat', up.at('east'), `, rpm: ${rpm}`)}
+router_settings: { redis_url: "${named.url}", limit_window: ${WINDOW_S} }
+` });
+    try {
+      // The pods' register lives on another node than the one named ({switchyard}'s slot): without the cluster client no ping would pass.
+      expect(await cluster.nodeFor('switchyard:{switchyard}:pods')).not.toBe(named);
+      await everyPodReachedRedis(fleet);
+      const started = performance.now();
+      await fleet.spread({ durationMs: 2 * WINDOW_MS }, { concurrency: 8 }, (pod) => chat(pod, 'chat'));
+      const calls = up.at('east').calls().filter((c) => c.at >= started);
+      // Alone, each pod would admit the whole rpm: 2 × 40 in a window. Shared, the fleet's bound.
+      expect(busiestWindow(calls, WINDOW_MS - 150).calls).toBeLessThanOrEqual(rpm * 1.05 + pods);
+      expect(inWindow(calls, started + WINDOW_MS, started + 2 * WINDOW_MS).calls, 'a window of steady demand').toBeGreaterThanOrEqual(0.95 * rpm);
+      // Each key where its slot is.
+      const keys = (await Promise.all(cluster.nodes.map((node) => node.command('KEYS', 'switchyard:*')))).map((k) => (k as string[]).sort());
+      const windows = keys.flat().filter((k) => k.endsWith(':window'));
+      expect(windows).toHaveLength(1);
+      expect(keys[cluster.nodes.indexOf(await cluster.nodeFor(windows[0] as string))]).toContain(windows[0]);
+      expect(fleet.events('shared_state').filter((e) => e.line.state === 'degraded' && e.line.reason !== 'not reached yet'), 'no pod lost the cluster').toEqual([]);
+    } finally {
+      await fleet.stopAll();
+      up.reset();
+      await cluster.stop();
     }
   });
 

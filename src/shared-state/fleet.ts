@@ -28,6 +28,7 @@
  * wait for the next bucket.
  */
 import { randomBytes } from 'node:crypto';
+import type * as NodeRedis from '@redis/client';
 import type { Logger } from 'pino';
 import type { RoutingConfig } from '../../protocol/config.js';
 import { LOCAL, SHARED, BUCKETS, type DeploymentLimits } from '../../protocol/deployment-limits.js';
@@ -35,6 +36,7 @@ import type { DeploymentStates } from '../../protocol/deployment-state.js';
 import { groupsOf } from '../../protocol/routing-groups.js';
 import type { SharedStateConfig } from '../config/shared-state.js';
 import { Budget, shareOf } from './budget.js';
+import { openRedisLink, type RedisLink } from './redis-link.js';
 import { ADD, COOL, COOLDOWNS_KEY, DRAW, PODS_KEY, REGISTER, WINDOW_BUCKETS, windowKey } from './scripts.js';
 
 export const TICK_MS = 25;
@@ -64,15 +66,6 @@ export interface SharedStateView {
   readonly pods: number;
 }
 
-/** The minimal client surface used here (node-redis' sendCommand), so a test can see what is sent. */
-interface Client {
-  connect(): Promise<unknown>;
-  sendCommand<T>(args: readonly string[], options?: { timeout?: number }): Promise<T>;
-  on(event: string, listener: (...args: unknown[]) => void): unknown;
-  destroy(): void;
-  readonly isReady: boolean;
-}
-
 interface Books {
   readonly slot: number;
   readonly requests: Budget;
@@ -98,7 +91,7 @@ export class SharedState implements SharedStateView {
   readonly draws = { ok: 0, short: 0, failed: 0 };
   pods = 1;
   readonly #deps: SharedStateDeps;
-  readonly #client: Client;
+  readonly #link: RedisLink;
   readonly #pod = `${process.pid}-${randomBytes(6).toString('hex')}`;
   readonly #now: () => number;
   readonly #books = new Map<string, Books>();
@@ -117,37 +110,26 @@ export class SharedState implements SharedStateView {
   readonly #published = new Map<string, string>();
   #closed = false;
 
-  private constructor(deps: SharedStateDeps, client: Client) {
+  private constructor(deps: SharedStateDeps, redis: typeof NodeRedis) {
     this.#deps = deps;
-    this.#client = client;
     this.#now = deps.now ?? Date.now;
+    const { limits, log } = deps;
+    limits.setMode(LOCAL, 1);
+    this.#aloneFrom = this.#bucket();
+    log.warn({ event: 'shared_state', state: 'degraded', redis: deps.config.shownUrl, reason: 'not reached yet' }, 'shared state: Redis not reached yet; limits per pod (the whole limit) meanwhile');
+    // The client reconnects by itself; its trouble is news only when it changes the state (#lose).
+    this.#link = openRedisLink(redis, { url: deps.config.url, connectTimeoutMs: CONNECT_TIMEOUT_MS, onTrouble: (reason) => this.#lose(reason) });
   }
 
   /** Starts the link; never waits for Redis (the pod serves on its own until Redis answers). */
   static async start(deps: SharedStateDeps): Promise<SharedState> {
     // node-redis' core client, loaded here only: a pod without redis_url never loads it (test/module-graph.test.ts).
-    const { createClient } = await import('@redis/client');
-    const client = createClient({
-      url: deps.config.url,
-      disableOfflineQueue: true,
-      socket: { connectTimeout: CONNECT_TIMEOUT_MS, reconnectStrategy: (retries: number) => Math.min(50 * 2 ** retries, 1_000) },
-    }) as unknown as Client;
-    const shared = new SharedState(deps, client);
+    const shared = new SharedState(deps, await import('@redis/client'));
     shared.#begin();
     return shared;
   }
 
   #begin(): void {
-    const { limits, log } = this.#deps;
-    limits.setMode(LOCAL, 1);
-    this.#aloneFrom = this.#bucket();
-    log.warn({ event: 'shared_state', state: 'degraded', redis: this.#deps.config.shownUrl, reason: 'not reached yet' }, 'shared state: Redis not reached yet; limits per pod (the whole limit) meanwhile');
-    this.#client.on('error', (err) => {
-      // The client reconnects by itself; the error is news only when it changes the state.
-      if (this.state === 'ok') this.#lose(`connection: ${(err as Error).message}`);
-    });
-    this.#client.on('end', () => this.#lose('connection closed'));
-    this.#client.connect().catch((err: unknown) => this.#lose(`connect: ${(err as Error).message}`));
     this.#timers.push(setInterval(() => this.#tick(), TICK_MS));
     this.#timers.push(setInterval(() => void this.#ping(), PING_MS));
     this.#timers.push(setInterval(() => void this.#pollCooldowns(), COOLDOWN_POLL_MS));
@@ -159,7 +141,7 @@ export class SharedState implements SharedStateView {
     for (const t of this.#timers) clearInterval(t);
     // What this pod holds goes back to the fleet if Redis answers at once; if not, the window forgets it.
     if (this.state === 'ok') await Promise.race([this.#giveAllBack(), new Promise((resolve) => setTimeout(resolve, COMMAND_TIMEOUT_MS).unref())]);
-    this.#client.destroy();
+    this.#link.destroy();
   }
 
   // ── health ──
@@ -169,7 +151,8 @@ export class SharedState implements SharedStateView {
     this.#pinging = true;
     const started = performance.now();
     try {
-      if (!this.#client.isReady) throw new Error('not connected');
+      if (!this.#link.isReady) throw new Error('not connected');
+      await this.#link.settle(COMMAND_TIMEOUT_MS);
       const pods = await this.#eval<number>(REGISTER, PODS_KEY, [this.#pod, String(this.#now()), String(POD_TTL_MS)], COMMAND_TIMEOUT_MS);
       const ms = performance.now() - started;
       this.pods = Math.max(1, Number(pods));
@@ -361,7 +344,7 @@ export class SharedState implements SharedStateView {
         this.#published.set(id, mine);
         await this.#eval(COOL, COOLDOWNS_KEY, [id, String(cooldown), String(backoff), String(states.backoffStatus(slot)), String(now)], COMMAND_TIMEOUT_MS);
       }
-      const all = await this.#client.sendCommand<string[] | Record<string, string>>(['HGETALL', COOLDOWNS_KEY], { timeout: COMMAND_TIMEOUT_MS });
+      const all = await this.#link.send<string[] | Record<string, string>>(COOLDOWNS_KEY, ['HGETALL', COOLDOWNS_KEY], COMMAND_TIMEOUT_MS);
       const entries = Array.isArray(all) ? pairs(all) : Object.entries(all);
       for (const [id, value] of entries) {
         const slot = bySlot.get(id);
@@ -386,11 +369,11 @@ export class SharedState implements SharedStateView {
   async #eval<T>(script: string, key: string, args: readonly string[], timeout: number, loaded = false): Promise<T> {
     let sha = this.#shas.get(script);
     if (sha === undefined) {
-      sha = await this.#client.sendCommand<string>(['SCRIPT', 'LOAD', script], { timeout });
+      sha = await this.#link.send<string>(key, ['SCRIPT', 'LOAD', script], timeout);
       this.#shas.set(script, sha);
     }
     try {
-      return await this.#client.sendCommand<T>(['EVALSHA', sha, '1', key, ...args], { timeout });
+      return await this.#link.send<T>(key, ['EVALSHA', sha, '1', key, ...args], timeout);
     } catch (err) {
       if (loaded || !String((err as Error).message).startsWith('NOSCRIPT')) throw err;
       this.#shas.delete(script);
