@@ -303,6 +303,40 @@ router_settings: { redis_url: "${named.url}", limit_window: ${WINDOW_S} }
     }
   });
 
+  it('a Redis Cluster node lost mid-load, the others serving on: the pods go on alone at once, no request fails for it', async () => {
+    // Without full coverage the cluster keeps serving the slots it still has, and the pods' register may be among them.
+    const cluster = await startRedisCluster(3, ['--cluster-require-full-coverage', 'no']);
+    const register = await cluster.nodeFor('switchyard:{switchyard}:pods');
+    const nodes = await Promise.all(['east', 'west', 'fast'].map(async (id) => ({ id, node: await cluster.nodeFor(`switchyard:{${id}}:window`) })));
+    const lost = nodes.find((n) => n.node !== register);
+    if (lost === undefined) throw new Error('every window on the register node: no deployment to test with');
+    // A slice of 250 calls and an overdraft of 250 per pod: credit runs out within a second or two of the node's loss,
+    // then only per-pod limits (10,000 a window each, never reached) keep the calls going.
+    const fleet = await startFleet({ pods: 2, yaml: `
+model_list:${deploymentYaml('chat', up.at(lost.id), ', rpm: 20000')}
+router_settings: { redis_url: "${register.url}", limit_window: ${WINDOW_S} }
+` });
+    try {
+      await everyPodReachedRedis(fleet);
+      const load = fleet.spread({ durationMs: 5000 }, { concurrency: 6 }, (pod) => chat(pod, 'chat'));
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      const killedAt = performance.now();
+      await lost.node.kill();
+      await until(async () => (await Promise.all(fleet.pods.map(sharedState))).every((s) => s === 'degraded'), 'every pod degraded', 5000);
+      const after = performance.now() - killedAt;
+      const sent = await load;
+      console.info(`[figures] a cluster node lost: every pod degraded ${Math.round(after)} ms later; ${sent.length} calls`);
+      expect(sent.filter((s) => s.value?.status !== 200).map((s) => s.value?.status ?? String(s.error)), 'calls that failed').toEqual([]);
+      const reasons = fleet.events('shared_state').filter((e) => e.line.state === 'degraded' && e.line.reason !== 'not reached yet').map((e) => String(e.line.reason));
+      expect(reasons.length, 'one line per pod').toBe(2);
+      for (const reason of reasons) expect(reason).toMatch(/^ping: /);
+    } finally {
+      await fleet.stopAll();
+      up.reset();
+      await cluster.stop();
+    }
+  });
+
   it('Redis made slow (a delaying proxy): the pods go on alone within 5 s, no request slows; shared again once it is quick', async () => {
     const proxy = await startDelayProxy(redis.port);
     const fleet = await startFleet({ pods: 2, yaml: `

@@ -14,7 +14,8 @@
  *   this pod's workers started is written (COOL), and those the other pods
  *   wrote are read and put in the shared deployment state;
  * - health (every PING_MS): one REGISTER script, which marks this pod seen
- *   and counts the pods, timed as the ping. Redis is lost when the
+ *   and counts the pods, timed as the ping (in a Redis Cluster, with a PING
+ *   to every other master beside it). Redis is lost when the
  *   connection drops or three pings in a row took over 50 ms:
  *   the workers then admit on their own, at the limit ÷ the pods last seen
  *   (the whole limit if Redis was never reached), and come back to the
@@ -153,7 +154,7 @@ export class SharedState implements SharedStateView {
     try {
       if (!this.#link.isReady) throw new Error('not connected');
       await this.#link.settle(COMMAND_TIMEOUT_MS);
-      const pods = await this.#eval<number>(REGISTER, PODS_KEY, [this.#pod, String(this.#now()), String(POD_TTL_MS)], COMMAND_TIMEOUT_MS);
+      const [pods] = await Promise.all([this.#eval<number>(REGISTER, PODS_KEY, [this.#pod, String(this.#now()), String(POD_TTL_MS)], COMMAND_TIMEOUT_MS), this.#link.pingMasters(COMMAND_TIMEOUT_MS)]);
       const ms = performance.now() - started;
       this.pods = Math.max(1, Number(pods));
       this.#reached = true;

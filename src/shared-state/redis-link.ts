@@ -17,6 +17,11 @@ export interface RedisLink {
   readonly kind: 'unknown' | 'server' | 'cluster';
   /** After a first answer: asks the node whether it is in a cluster, and if so moves to the cluster client. Once. */
   settle(timeout: number): Promise<void>;
+  /**
+   * In a cluster, a PING to every master (none for one server, whose every command is the ping): a node that
+   * does not answer fails it, so the fleet goes on alone before the calls whose keys live there run out of credit.
+   */
+  pingMasters(timeout: number): Promise<void>;
   destroy(): void;
 }
 
@@ -37,6 +42,8 @@ interface ServerClient {
 }
 interface ClusterClient {
   connect(): Promise<unknown>;
+  readonly masters: readonly unknown[];
+  nodeClient(node: unknown): Promise<{ sendCommand<T>(args: readonly string[], options?: { timeout?: number }): Promise<T> }>;
   sendCommand<T>(firstKey: string, isReadonly: boolean, args: readonly string[], options?: { timeout?: number }): Promise<T>;
   on(event: string, listener: (...args: unknown[]) => void): unknown;
   destroy(): void;
@@ -91,6 +98,22 @@ export function openRedisLink(redis: typeof NodeRedis, options: LinkOptions): Re
       cluster = next;
       kind = 'cluster';
       server.destroy();
+    },
+    async pingMasters(timeout) {
+      const each = cluster;
+      if (each === null) return;
+      await Promise.all(
+        each.masters.map(async (master) => {
+          // A node being connected to answers only once connected: the wait is bounded too.
+          let timer: NodeJS.Timeout | undefined;
+          const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`a cluster node did not answer in ${timeout} ms`)), timeout)));
+          try {
+            await Promise.race([each.nodeClient(master).then((client) => client.sendCommand(['PING'], { timeout })), late]);
+          } finally {
+            clearTimeout(timer);
+          }
+        }),
+      );
     },
     destroy() {
       if (cluster !== null) cluster.destroy();

@@ -23,10 +23,11 @@ export interface RedisCluster {
 
 const SLOTS = 16_384;
 
-export async function startRedisCluster(count = 3): Promise<RedisCluster> {
+/** `args`: more configuration for every node (`['--cluster-require-full-coverage', 'no']`). */
+export async function startRedisCluster(count = 3, args: readonly string[] = []): Promise<RedisCluster> {
   const dir = mkdtempSync(join(tmpdir(), 'redis-cluster-'));
   const nodes = await Promise.all(
-    Array.from({ length: count }, (_, i) => startRedis({ args: ['--cluster-enabled', 'yes', '--cluster-config-file', join(dir, `nodes-${i}.conf`), '--cluster-node-timeout', '2000'] })),
+    Array.from({ length: count }, (_, i) => startRedis({ args: ['--cluster-enabled', 'yes', '--cluster-config-file', join(dir, `nodes-${i}.conf`), '--cluster-node-timeout', '2000', ...args] })),
   );
   const ranges = nodes.map((_, i) => [Math.floor((i * SLOTS) / count), Math.floor(((i + 1) * SLOTS) / count) - 1] as const);
   try {
