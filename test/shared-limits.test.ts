@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRedis, type RedisServer } from './support/redis-server.js';
 import { startRedisCluster } from './support/redis-cluster.js';
-import { respMonitor } from './support/resp.js';
+import { respCommand, respMonitor } from './support/resp.js';
 import { startDelayProxy } from './support/delay-proxy.js';
 import { startFleet, type Fleet } from './support/gateway-fleet.js';
 import { deploymentYaml, startScriptedUpstream, type ScriptedUpstream } from './support/scripted-upstream.js';
@@ -300,6 +300,25 @@ router_settings: { redis_url: "${named.url}", limit_window: ${WINDOW_S} }
       await fleet.stopAll();
       up.reset();
       await cluster.stop();
+    }
+  });
+
+  it('a Redis user not allowed INFO (an ACL): taken for one server, and the fleet shares the limit through it', async () => {
+    await redis.command('ACL', 'SETUSER', 'limited', 'on', '>limited-pw', '~*', '&*', '+@all', '-info');
+    const fleet = await startFleet({ pods: 2, yaml: `
+model_list:${deploymentYaml('chat', up.at('fast'), ', rpm: 100000')}
+router_settings: { redis_url: "redis://limited:limited-pw@127.0.0.1:${redis.port}" }
+` });
+    try {
+      expect(await respCommand(redis.port, ['INFO', 'cluster']), 'the default user may').toMatch(/cluster_enabled:0/);
+      // shared_state ok: the pings (the REGISTER script) pass as this user.
+      await everyPodReachedRedis(fleet);
+      const sent = await fleet.spread({ count: 20 }, { concurrency: 2 }, (pod) => chat(pod, 'chat'));
+      expect(sent.every((s) => s.value?.status === 200)).toBe(true);
+    } finally {
+      await fleet.stopAll();
+      up.reset();
+      await redis.command('ACL', 'DELUSER', 'limited');
     }
   });
 

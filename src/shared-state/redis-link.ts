@@ -72,7 +72,11 @@ export function openRedisLink(redis: typeof NodeRedis, options: LinkOptions): Re
     },
     async settle(timeout) {
       if (kind !== 'unknown') return;
-      const info = await server.sendCommand<string>(['INFO', 'cluster'], { timeout });
+      // A server that refuses INFO (an ACL without it, a managed Redis that renames it) answers the scripts all the same.
+      const info = await server.sendCommand<string>(['INFO', 'cluster'], { timeout }).catch((err: unknown) => {
+        if (err instanceof redis.ErrorReply) return '';
+        throw err;
+      });
       if (!/^cluster_enabled:1\b/m.test(String(info))) {
         kind = 'server';
         return;
