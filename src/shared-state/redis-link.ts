@@ -53,14 +53,14 @@ interface ClusterClient {
 /** Starts connecting (never waits: the pod serves on its own until Redis answers). */
 export function openRedisLink(redis: typeof NodeRedis, options: LinkOptions): RedisLink {
   const { url, connectTimeoutMs, onTrouble } = options;
+  let cluster: ClusterClient | null = null;
+  let kind: RedisLink['kind'] = 'unknown';
   const socket = { connectTimeout: connectTimeoutMs, reconnectStrategy: (retries: number) => Math.min(50 * 2 ** retries, 1_000) };
   const server = redis.createClient({ url, disableOfflineQueue: true, socket }) as unknown as ServerClient;
   // Once the cluster client took over, the first connection's end is no news.
   server.on('error', (err) => cluster === null && onTrouble(`connection: ${(err as Error).message}`));
   server.on('end', () => cluster === null && onTrouble('connection closed'));
   server.connect().catch((err: unknown) => onTrouble(`connect: ${(err as Error).message}`));
-  let cluster: ClusterClient | null = null;
-  let kind: RedisLink['kind'] = 'unknown';
 
   return {
     send: (key, args, timeout) => (cluster === null ? server.sendCommand(args, { timeout }) : cluster.sendCommand(key, false, args, { timeout })),
