@@ -619,6 +619,11 @@ const SHARED_GOAL = 0.97;
 const SHARED_P50_GOAL_US = 50;
 const sharedRuns = !routingOnly && !nativeOnly && !tracingOnly && !messagesOnly;
 const sharedResults = { with: [], without: [], withC1: [], withoutC1: [] };
+/** The two goals' figures, paired within each repeat: throughput with ÷ without, and the p50 added at one connection per pod (µs). */
+const sharedFigures = () => ({
+  ratio: stats(sharedResults.with.map((r, i) => r.rps / sharedResults.without[i].rps)),
+  added: stats(sharedResults.withC1.map((r, i) => us(r.p50 - sharedResults.withoutC1[i].p50))),
+});
 if (sharedRuns) {
   const redisPort = await freePort();
   const [redisCmd, redisArgs] = pinned(LOAD_CPU, 'redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no']);
@@ -677,8 +682,7 @@ ${redisUrl === null ? '' : `router_settings: { redis_url: "${redisUrl}" }\n`}`);
   }
   for (const pod of [...withRedis, ...withoutRedis]) await stopServer(pod);
   redis.kill('SIGKILL');
-  const ratio = stats(sharedResults.with.map((r, i) => r.rps / sharedResults.without[i].rps));
-  const added = stats(sharedResults.withC1.map((r, i) => us(r.p50 - sharedResults.withoutC1[i].p50)));
+  const { ratio, added } = sharedFigures();
   const errors = Object.values(sharedResults).flat().reduce((n, r) => n + r.errors, 0);
   const cpuWith = median(sharedResults.with.map((r) => r.cpuPerReqUs));
   const cpuWithout = median(sharedResults.without.map((r) => r.cpuPerReqUs));
@@ -962,8 +966,7 @@ function messagesTable() {
 
 function sharedTable() {
   const row = (label, runs, c1) => `| ${label} | ${spread(stats(runs.map((r) => r.rps)))} | ${spread(stats(runs.map((r) => r.cpuPerReqUs)), 1)} µs | ${spread(stats(c1.map((r) => r.p50)), 0, us)} µs | ${[...runs, ...c1].reduce((n, r) => n + r.errors, 0)} |`;
-  const ratio = stats(sharedResults.with.map((r, i) => r.rps / sharedResults.without[i].rps));
-  const added = stats(sharedResults.withC1.map((r, i) => us(r.p50 - sharedResults.withoutC1[i].p50)));
+  const { ratio, added } = sharedFigures();
   return [
     '| 3 inline pods | chat c64 req/s (22 + 21 + 21 connections) | pods\' CPU per call | p50, one connection per pod | errors |',
     '|---|---|---|---|---|',

@@ -13,8 +13,6 @@ export interface RedisLink {
   /** One command for `key`, failing after `timeout` ms (and at once while disconnected: no offline queue). */
   send<T>(key: string, args: readonly string[], timeout: number): Promise<T>;
   readonly isReady: boolean;
-  /** What redis_url turned out to be: unknown until its first answer. */
-  readonly kind: 'unknown' | 'server' | 'cluster';
   /** After a first answer: asks the node whether it is in a cluster, and if so moves to the cluster client. Once. */
   settle(timeout: number): Promise<void>;
   /**
@@ -54,7 +52,8 @@ interface ClusterClient {
 export function openRedisLink(redis: typeof NodeRedis, options: LinkOptions): RedisLink {
   const { url, connectTimeoutMs, onTrouble } = options;
   let cluster: ClusterClient | null = null;
-  let kind: RedisLink['kind'] = 'unknown';
+  /** Whether redis_url's node was asked if it is in a cluster (the cluster client is set when it is). */
+  let settled = false;
   const socket = { connectTimeout: connectTimeoutMs, reconnectStrategy: (retries: number) => Math.min(50 * 2 ** retries, 1_000) };
   const server = redis.createClient({ url, disableOfflineQueue: true, socket }) as unknown as ServerClient;
   // Once the cluster client took over, the first connection's end is no news.
@@ -67,18 +66,15 @@ export function openRedisLink(redis: typeof NodeRedis, options: LinkOptions): Re
     get isReady() {
       return cluster === null ? server.isReady : cluster.isReady;
     },
-    get kind() {
-      return kind;
-    },
     async settle(timeout) {
-      if (kind !== 'unknown') return;
+      if (settled) return;
       // A server that refuses INFO (an ACL without it, a managed Redis that renames it) answers the scripts all the same.
       const info = await server.sendCommand<string>(['INFO', 'cluster'], { timeout }).catch((err: unknown) => {
         if (err instanceof redis.ErrorReply) return '';
         throw err;
       });
       if (!/^cluster_enabled:1\b/m.test(String(info))) {
-        kind = 'server';
+        settled = true;
         return;
       }
       // The nodes the cluster names are reached with redis_url's credentials and TLS (node-redis takes them from `defaults`).
@@ -100,7 +96,7 @@ export function openRedisLink(redis: typeof NodeRedis, options: LinkOptions): Re
         throw err;
       }
       cluster = next;
-      kind = 'cluster';
+      settled = true;
       server.destroy();
     },
     async pingMasters(timeout) {
