@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRedis, type RedisServer } from './redis-server.js';
+import { listeningSockets } from './listening-sockets.js';
 import { RespError, respCommand, respConnect, respMonitor } from './resp.js';
 import { until } from './waits.js';
 
@@ -24,6 +25,14 @@ function tryConnect(port: number): Promise<string> {
     });
     socket.once('error', (error: NodeJS.ErrnoException) => resolve(error.code ?? error.message));
   });
+}
+
+/**
+ * The listening socket a server had is closed. Not "the port refuses": under parallel tests another
+ * test's listen(0) may take the port as soon as it is free (CI saw exactly that).
+ */
+function expectClosed(sockets: string[], port: number): void {
+  expect(listeningSockets(port).filter((inode) => sockets.includes(inode))).toEqual([]);
 }
 
 /** The process is gone: no such pid, or a zombie its new parent has not reaped yet (it holds nothing: no port, no memory). */
@@ -84,12 +93,14 @@ describe('startRedis', () => {
   it('kill() is an outage: the process dies at once, the port refuses, an open connection closes; restart() is back on the same port, empty', async () => {
     await redis.command('SET', 'survives', 'no');
     const before = redis.pid;
+    const socket = listeningSockets(redis.port);
+    expect(socket).toHaveLength(1);
     const conn = await respConnect(redis.port);
     await redis.kill();
     expect(redis.running()).toBe(false);
     await conn.closed;
     await until(() => gone(before), `redis-server ${before} gone`);
-    expect(await tryConnect(redis.port)).toBe('ECONNREFUSED');
+    expectClosed(socket, redis.port);
 
     await redis.restart();
     expect(redis.running()).toBe(true);
@@ -110,6 +121,8 @@ describe('startRedis', () => {
 
   it('runs beside another: two ports, two key spaces', async () => {
     const other = await startRedis();
+    const socket = listeningSockets(other.port);
+    expect(socket).toHaveLength(1);
     try {
       expect(other.port).not.toBe(redis.port);
       await redis.command('SET', 'where', 'first');
@@ -120,7 +133,7 @@ describe('startRedis', () => {
       await other.stop();
     }
     expect(other.running()).toBe(false);
-    expect(await tryConnect(other.port)).toBe('ECONNREFUSED');
+    expectClosed(socket, other.port);
     expect(await redis.command('PING')).toBe('PONG');
   });
 
@@ -138,6 +151,14 @@ describe('startRedis', () => {
   });
 });
 
+/** What the child prints once its redis-server runs, or why it could not start one. */
+interface ChildLine {
+  pid?: number;
+  port?: number;
+  sockets?: string[];
+  error?: string;
+}
+
 describe('a redis-server never outlives the process that started it', () => {
   let dir: string;
   let script: string;
@@ -147,10 +168,11 @@ describe('a redis-server never outlives the process that started it', () => {
     script = join(dir, 'child.mjs');
     const contents = `
       import { startRedis } from './redis-server.ts';
+      import { listeningSockets } from './listening-sockets.ts';
       const how = process.argv[2];
       try {
         const redis = await startRedis();
-        process.stdout.write(JSON.stringify({ pid: redis.pid, port: redis.port }) + '\\n');
+        process.stdout.write(JSON.stringify({ pid: redis.pid, port: redis.port, sockets: listeningSockets(redis.port) }) + '\\n');
         if (how === 'exit') process.exit(0);
         if (how === 'hold') setInterval(() => {}, 60_000);
         // 'end': nothing more to do; the event loop empties and the process ends on its own.
@@ -168,52 +190,54 @@ describe('a redis-server never outlives the process that started it', () => {
     let err = '';
     child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
     const exit = new Promise<number | NodeJS.Signals | null>((resolve) => child.on('exit', (code, signal) => resolve(code ?? signal)));
-    const line = new Promise<{ pid?: number; port?: number; error?: string }>((resolve, reject) => {
+    const line = new Promise<ChildLine>((resolve, reject) => {
       let out = '';
       child.stdout.setEncoding('utf8').on('data', (d: string) => {
         out += d;
         const nl = out.indexOf('\n');
-        if (nl !== -1) resolve(JSON.parse(out.slice(0, nl)) as { pid?: number; port?: number; error?: string });
+        if (nl !== -1) resolve(JSON.parse(out.slice(0, nl)) as ChildLine);
       });
       void exit.then((how) => reject(new Error(`the child exited (${String(how)}) without a line; stderr: ${err}`)));
     });
     return { child, line, exit };
   }
 
-  async function expectGone(pid: number, port: number): Promise<void> {
-    await until(() => gone(pid), `redis-server ${pid} gone`, 5000);
-    expect(await tryConnect(port)).toBe('ECONNREFUSED');
+  /** The child's redis-server is gone and the socket it listened on is closed. */
+  async function expectGone({ pid, port, sockets }: ChildLine): Promise<void> {
+    expect(sockets).toHaveLength(1);
+    await until(() => gone(pid!), `redis-server ${pid} gone`, 5000);
+    expectClosed(sockets!, port!);
   }
 
   it('when it calls process.exit', async () => {
     const { line, exit } = runChild('exit');
-    const { pid, port } = await line;
+    const started = await line;
     expect(await exit).toBe(0);
-    await expectGone(pid as number, port as number);
+    await expectGone(started);
   });
 
   it('when its event loop empties (a test that forgot to stop it does not hold the process open)', async () => {
     const { line, exit } = runChild('end');
-    const { pid, port } = await line;
+    const started = await line;
     expect(await exit).toBe(0);
-    await expectGone(pid as number, port as number);
+    await expectGone(started);
   });
 
   it('when it is killed by SIGKILL (no exit handler runs: the parent-death signal does it)', async () => {
     const { child, line, exit } = runChild('hold');
-    const { pid, port } = await line;
-    expect(await tryConnect(port as number)).toBe('connected');
+    const started = await line;
+    expect(await tryConnect(started.port!)).toBe('connected');
     child.kill('SIGKILL');
     expect(await exit).toBe('SIGKILL');
-    await expectGone(pid as number, port as number);
+    await expectGone(started);
   });
 
   it('when it is ended by SIGTERM', async () => {
     const { child, line, exit } = runChild('hold');
-    const { pid, port } = await line;
+    const started = await line;
     child.kill('SIGTERM');
     expect(await exit).toBe('SIGTERM');
-    await expectGone(pid as number, port as number);
+    await expectGone(started);
   });
 
   it('not installed: the start fails naming .ci/run and apt-get install redis-server, and starts nothing', async () => {
