@@ -75,6 +75,12 @@ describe('startRedis', () => {
     expect(redis.log()).toMatch(/Ready to accept connections/);
   });
 
+  it("its port, and its cluster bus port (+10000), are below the kernel's ephemeral range: no listen(0) can take them while it is down", () => {
+    const from = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+    expect(from).toBeGreaterThan(23_000); // the rule needs room below the range, as on Linux' default 32768
+    expect(redis.port + 10_000).toBeLessThan(from);
+  });
+
   it('respMonitor counts the commands clients send, a script as one however many calls it makes', async () => {
     const monitor = await respMonitor(redis.port);
     try {
