@@ -1,7 +1,7 @@
 /**
  * A real `redis-server` for the tests that need Redis (CONTRACT.md, "Shared state across pods"):
- * the Debian package's binary on a free loopback port (below the kernel's ephemeral range:
- * `redisPort`), no config file, no persistence
+ * the Debian package's binary on a free loopback port (below the kernel's ephemeral range, and so
+ * is its cluster bus port: `freePort`), no config file, no persistence
  * (`--save '' --appendonly no`), ready once it logs "Ready to accept connections". It dies with
  * the test process, however that ends: an `exit` handler kills it, and on Linux it is spawned
  * under `setpriv --pdeathsig KILL`, so even a test process killed by SIGKILL leaves no Redis
@@ -29,8 +29,7 @@
  * expect(await redis.command('PING')).toBe('PONG');
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { accessSync, constants, readFileSync, statSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { accessSync, constants, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { respCommand, respConnect, type RespValue } from './resp.js';
@@ -146,7 +145,7 @@ export async function startRedis(options: RedisServerOptions = {}): Promise<Redi
   let port = 0;
   let child: ChildProcess | undefined;
   for (let attempt = 1; child === undefined; attempt++) {
-    port = await redisPort();
+    port = await freePort();
     try {
       child = await launch(port);
     } catch (error) {
@@ -211,43 +210,6 @@ export async function startRedis(options: RedisServerOptions = {}): Promise<Redi
       }
     },
   };
-}
-
-/** The lowest port a cluster node may have: its bus port (+10000) must stay under 32768, like the kernel's default range. */
-const REDIS_PORTS_FROM = 12_000;
-
-/**
- * A free loopback port for a Redis, below the kernel's ephemeral range, and so is its cluster bus
- * port (port + 10000). In the ephemeral range, another test's listen(0) (bind(0) hands out ports
- * there) could take the port while its Redis is down between kill() and restart(), and a port over
- * 55535 has no bus port (Redis refuses to start a cluster node there). Where the range starts too
- * low to leave room below it, any free port.
- */
-async function redisPort(): Promise<number> {
-  const highest = ephemeralFrom() - 1 - 10_000;
-  for (let tries = 0; highest > REDIS_PORTS_FROM + 1000 && tries < 100; tries++) {
-    const port = REDIS_PORTS_FROM + Math.floor(Math.random() * (highest - REDIS_PORTS_FROM + 1));
-    if (await bindable(port)) return port;
-  }
-  return freePort();
-}
-
-/** The first port of the kernel's ephemeral range (Linux; elsewhere 0, so any free port is taken). */
-function ephemeralFrom(): number {
-  try {
-    return Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]) || 0;
-  } catch {
-    return 0;
-  }
-}
-
-/** Whether a listen on 127.0.0.1:port succeeds now (the listener closes again at once). */
-function bindable(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const probe = createServer();
-    probe.once('error', () => resolve(false));
-    probe.listen(port, '127.0.0.1', () => probe.close(() => resolve(true)));
-  });
 }
 
 /** The absolute path of `name` on PATH, or undefined. */
