@@ -25,6 +25,7 @@
  * await proxy.close();
  */
 import { createServer, connect, type Server, type Socket } from 'node:net';
+import { freePort } from './start-command.js';
 
 export interface DelayProxy {
   readonly host: '127.0.0.1';
@@ -150,8 +151,17 @@ export async function startDelayProxy(target: number | { host: string; port: num
         resolve();
       });
     });
-  await listen(server, 0);
-  const port = (server.address() as { port: number }).port;
+  // A port outside the kernel's ephemeral range: refuse(false) listens on it again, and no other test's listen(0) can take it meanwhile.
+  let port = 0;
+  for (let tries = 1; port === 0; tries++) {
+    const candidate = await freePort();
+    try {
+      await listen(server, candidate);
+      port = candidate;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EADDRINUSE' || tries >= 5) throw error;
+    }
+  }
   let listening = true;
 
   const dropAll = (options: { reset?: boolean } = {}) => {
