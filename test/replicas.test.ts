@@ -334,14 +334,37 @@ ${ROUTER}
       expect(refused.headers.get('retry-after')).toBe('1');
       const health = (await (await lateGw.fetch('/health')).json()) as { checks: Array<{ name: string; status: string; reason?: string }> };
       expect(health.checks.find((c) => c.name === 'replicas_dns')).toMatchObject({ status: 'unhealthy' });
+      // Not ready, and readiness says why: the keyed set waits on DNS (nokey, without its key, is no help either way).
+      expect(health.checks.find((c) => c.name === 'provider_credentials')).toMatchObject({
+        status: 'unhealthy',
+        reason: 'no configured route has provider credentials; vllm has no replica until DNS answers (check replicas_dns)',
+      });
 
       dns.answer(late, ['127.0.0.1']);
       await until(async () => (await addresses(lateGw, 'llama')).length === 1, 'the replica once the name resolves');
       const served = await chat(lateGw, 'llama');
       expect([served.status, served.routing.deployment]).toEqual([200, id(1)]);
       expect(at(1).requests.at(-1)?.headers.host).toBe(`${late}:${port}`);
+      expect((await lateGw.fetch('/ready')).status).toBe(200);
     } finally {
       await lateGw.close();
+    }
+  });
+
+  it('a config of one unanswered dns set: readiness names the set that waits on DNS, not "no routes are configured"', async () => {
+    const unknown = 'unknown.test';
+    dns.answer(unknown, 'servfail');
+    const waiting = await startTestGateway({ yaml: yaml(unknown) });
+    try {
+      const ready = await waiting.fetch('/ready');
+      expect(ready.status).toBe(503);
+      const health = (await (await waiting.fetch('/health')).json()) as { checks: Array<{ name: string; status: string; reason?: string }> };
+      expect(health.checks.find((c) => c.name === 'provider_credentials')).toMatchObject({
+        status: 'unhealthy',
+        reason: 'no configured route has provider credentials; vllm has no replica until DNS answers (check replicas_dns)',
+      });
+    } finally {
+      await waiting.close();
     }
   });
 });

@@ -38,11 +38,16 @@ export function credentialsCheck(routing: () => RoutingConfig, chain?: AwsChainR
   return {
     name: 'provider_credentials',
     check: async () => {
-      const { aliases, rules } = routing();
+      const { aliases, rules, replicaSets } = routing();
       const routes = [...aliases, ...rules];
       if (routes.some((r) => r.credentials.kind !== 'missing' && r.credentials.kind !== 'aws_chain')) return Health.healthy();
       const regions = [...new Set(routes.filter((r) => r.credentials.kind === 'aws_chain').map((r) => settingsOf<{ readonly region: string }>(r).region))];
-      if (regions.length === 0) return Health.unhealthy(routes.length === 0 ? 'no routes are configured' : 'no configured route has provider credentials');
+      if (regions.length === 0) {
+        // A keyed `replicas: dns` set has no route until its name resolves: say so, as that is what readiness waits for.
+        const waiting = replicaSets.filter((set) => set.source === 'dns' && set.entry.credentials.kind !== 'missing' && !aliases.some((r) => r.replica?.entry === set.entry.id)).map((set) => set.entry.id);
+        const none = routes.length === 0 && replicaSets.length === 0 ? 'no routes are configured' : 'no configured route has provider credentials';
+        return Health.unhealthy(waiting.length === 0 ? none : `${none}; ${waiting.join(', ')} ${waiting.length === 1 ? 'has' : 'have'} no replica until DNS answers (check replicas_dns)`);
+      }
       if (chain === undefined) return Health.unhealthy('no configured route has provider credentials but the AWS credential chain, which has not been asked');
       const now = Date.now();
       if (regions.some((region) => chain.states.credentialed(region, now))) return Health.healthy();
