@@ -5,8 +5,8 @@ const ci = process.env.CI === 'true';
 
 export default defineConfig({
   test: {
-    // redis-server for the Redis tests, installed where it is missing (test/support/ensure-redis-server.ts).
-    globalSetup: ['test/support/ensure-redis-server.ts'],
+    // redis-server and libfaketime for the Redis tests, installed where they are missing (test/support/ensure-test-packages.ts).
+    globalSetup: ['test/support/ensure-test-packages.ts'],
     // ArrayBuffer.prototype.transfer in the test process's own isolate too (on Node 20 the gateway
     // turns it on only for the worker threads it starts): protocol/channel.ts's freeNow is tested here.
     execArgv: ['--harmony-rab-gsab-transfer'],

@@ -8,7 +8,7 @@
  * behind.
  *
  * Not installed: `startRedis` fails with a message that says how to get it (`npm test` and `.ci/run`
- * install it first: tools/ensure-redis-server.sh). Tests that need Redis never skip: CI must run them, and a
+ * install it first: tools/ensure-test-packages.sh). Tests that need Redis never skip: CI must run them, and a
  * developer without Redis sees why they fail.
  *
  * `restart()` comes back EMPTY, on the same port: nothing is persisted, as a Redis without
@@ -77,7 +77,7 @@ let exitHandlerInstalled = false;
 
 /** The way to get redis-server, for a test that cannot start one. */
 export const REDIS_MISSING_HELP =
-  "redis-server is not installed (not found on PATH). The tests that need Redis start a real one on a loopback port; they are not skipped. Install it: `sudo apt-get install -y redis-server` (Debian/Ubuntu; the service need not run), or run `bash tools/ensure-redis-server.sh`, which `npm test` and `.ci/run` run first.";
+  "redis-server is not installed (not found on PATH). The tests that need Redis start a real one on a loopback port; they are not skipped. Install it: `sudo apt-get install -y redis-server` (Debian/Ubuntu; the service need not run), or run `bash tools/ensure-test-packages.sh`, which `npm test` and `.ci/run` run first.";
 
 /** Why a start failed because the port was taken, so the next try takes another. */
 class PortTaken extends Error {}
