@@ -14,6 +14,7 @@ import { startFleet, type Fleet } from './support/gateway-fleet.js';
 import { deploymentYaml, startScriptedUpstream, type ScriptedUpstream } from './support/scripted-upstream.js';
 import { busiestWindow, inWindow, type Counted } from './support/window-counts.js';
 import { chatBody } from './support/requests.js';
+import { skewedClockEnv } from './support/skewed-clock.js';
 import { until } from './support/waits.js';
 import type { GatewayEndpoint } from './support/gateway.js';
 
@@ -53,6 +54,14 @@ async function admittedAt(fleet: Fleet, sentUpstream: number): Promise<Counted[]
 async function sharedState(pod: GatewayEndpoint): Promise<string> {
   const res = await pod.fetch('/status');
   return ((await res.json()) as { shared_state: string }).shared_state;
+}
+
+/** Redis' clock less the pod's, as its metric says (ms). */
+async function clockOffsetMs(pod: GatewayEndpoint): Promise<number> {
+  const text = await (await pod.fetch('/metrics')).text();
+  const m = /^switchyard_shared_state_clock_offset_seconds (\S+)$/m.exec(text);
+  if (m === null) throw new Error('no switchyard_shared_state_clock_offset_seconds in /metrics');
+  return Number(m[1]) * 1000;
 }
 
 /** Waits until every pod of `fleet` says shared_state ok: it reached Redis and draws from the fleet's budget. */
@@ -98,6 +107,33 @@ router_settings: { redis_url: "${redis.url}", limit_window: ${WINDOW_S} }
       expect(statuses).toEqual(new Set([200, 429]));
       // Over all three pods, not one: the fleet's limit, not the pod's (3 × 60 would pass a per-pod limit).
       expect(calls.length).toBeLessThanOrEqual(3 * (rpm * 1.05 + PODS));
+    } finally {
+      await fleet.stopAll();
+      up.reset();
+    }
+  });
+
+  // Without the fleet's clock, the pod 0.5 s ahead saw the window free 0.5 s early every time: the fleet spent its
+  // budget in bursts 2.5 s apart, and 132 calls went in one 3 s window.
+  it.each([500, -500])('a pod whose clock is %i ms off the others: the same bound, as the pods name buckets by Redis\' clock', async (skewMs) => {
+    const rpm = 60;
+    const fleet = await startFleet({ pods: PODS, podEnv: (i) => (i === 2 ? skewedClockEnv(skewMs) : {}), yaml: `
+model_list:${deploymentYaml('chat', up.at('east'), `, rpm: ${rpm}`)}
+router_settings: { redis_url: "${redis.url}", limit_window: ${WINDOW_S} }
+` });
+    try {
+      await everyPodReachedRedis(fleet);
+      // Each pod measured how far its clock is from Redis': the skewed one by the skew, the others by nothing.
+      const offsets = await Promise.all(fleet.pods.map(clockOffsetMs));
+      expect(Math.abs((offsets[2] as number) + skewMs), `clock offsets (ms) ${offsets.join(', ')}`).toBeLessThan(50);
+      for (const offset of offsets.slice(0, 2)) expect(Math.abs(offset)).toBeLessThan(50);
+      const started = performance.now();
+      await fleet.spread({ durationMs: 3 * WINDOW_MS }, { concurrency: 12 }, (pod) => chat(pod, 'chat'));
+      const calls = up.at('east').calls().filter((c) => c.at >= started);
+      // As in the rpm test: 150 ms of the window for the transit between admission and arrival here.
+      expect(busiestWindow(calls, WINDOW_MS - 150).calls, `the busiest window (${busiestWindow(calls, WINDOW_MS).calls} over the whole ${WINDOW_MS} ms)`).toBeLessThanOrEqual(rpm * 1.05 + PODS);
+      console.info(`[figures] rpm ${rpm}, 3 pods, one ${skewMs} ms off: busiest window ${busiestWindow(calls, WINDOW_MS - 150).calls} calls over ${WINDOW_MS - 150} ms, ${busiestWindow(calls, WINDOW_MS).calls} over ${WINDOW_MS} ms (bound ${rpm * 1.05 + PODS}); clock offsets ${offsets.map((o) => o.toFixed(1)).join(', ')} ms`);
+      expect(inWindow(calls, started + WINDOW_MS, started + 2 * WINDOW_MS).calls, 'a window of steady demand').toBeGreaterThanOrEqual(0.95 * rpm);
     } finally {
       await fleet.stopAll();
       up.reset();

@@ -235,6 +235,7 @@ export class GatewayMetrics {
   readonly spansDropped: ScrapedCounter;
   readonly sharedState: Gauge<'state'>;
   readonly sharedDraws: ScrapedCounter;
+  readonly sharedClockOffset: Gauge;
   readonly limitUsed: Gauge<'model' | 'deployment' | 'limit'>;
   readonly limitAdmitted: ScrapedCounter;
   readonly limitRefused: ScrapedCounter;
@@ -362,6 +363,14 @@ export class GatewayMetrics {
         return (['ok', 'short', 'failed'] as const).map((result) => ({ labels: { result }, value: draws[result] }));
       },
     );
+    this.sharedClockOffset = new Gauge({
+      name: 'switchyard_shared_state_clock_offset_seconds',
+      help: "Redis' clock less this pod's, as the last quick ping measured it: the pod names the fleet's buckets in Redis' time (0 without a redis_url)",
+      registers,
+      collect() {
+        this.set((sources()?.sharedState?.clockOffsetMs ?? 0) / 1000);
+      },
+    });
     this.limitUsed = new Gauge({
       name: 'switchyard_limit_used_ratio',
       help: 'Share of each deployment rpm (limit="rpm") or tpm (limit="tpm") this pod used over the last window (deployments with a limit only)',

@@ -29,9 +29,9 @@
 
 /** What a draw granted, and what of it is still in the pod's hand. */
 export interface Lot {
-  /** The Redis bucket it was counted in (Date.now / bucket width). */
+  /** The Redis bucket it was counted in (the fleet's clock, Redis', / bucket width). */
   readonly bucket: number;
-  /** Date.now when it was granted. */
+  /** When it was granted, by the fleet's clock. */
   readonly at: number;
   remaining: number;
 }

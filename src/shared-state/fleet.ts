@@ -15,11 +15,20 @@
  *   wrote are read and put in the shared deployment state;
  * - health (every PING_MS): one REGISTER script, which marks this pod seen
  *   and counts the pods, timed as the ping (in a Redis Cluster, with a PING
- *   to every other master beside it). Redis is lost when the
+ *   to every other master beside it), and reads Redis' clock. Redis is lost when the
  *   connection drops or three pings in a row took over 50 ms:
  *   the workers then admit on their own, at the limit ÷ the pods last seen
  *   (the whole limit if Redis was never reached), and come back to the
  *   fleet's budget once a ping is quick again.
+ *
+ * The fleet's clock is Redis': buckets, lots and the cooldowns' ends go to
+ * Redis in its time, this pod's clock corrected by the offset the last quick
+ * ping measured (to within half its round trip). Named by each pod's own
+ * clock, a pod 0.5 s ahead of the others saw the window free up 0.5 s
+ * early, every time: a fleet spending its budget in bursts spent it twice
+ * in one window. The workers keep the pod's clock; what they count is moved
+ * into the fleet's time here, never to a later bucket than its own for what
+ * goes back, never to an earlier one for what is added.
  *
  * Every Redis command has a short timeout; the client's offline queue is
  * off, so a command while disconnected fails at once instead of waiting.
@@ -65,6 +74,8 @@ export interface SharedStateView {
   readonly draws: { readonly ok: number; readonly short: number; readonly failed: number };
   /** The pods Redis last counted (1 before it was reached). */
   readonly pods: number;
+  /** Redis' clock less this pod's (ms), by which the pod names the fleet's buckets; 0 before a quick ping. */
+  readonly clockOffsetMs: number;
 }
 
 interface Books {
@@ -95,6 +106,8 @@ export class SharedState implements SharedStateView {
   readonly #link: RedisLink;
   readonly #pod = `${process.pid}-${randomBytes(6).toString('hex')}`;
   readonly #now: () => number;
+  /** The fleet's clock (Redis') less this pod's, ms, as the last quick ping measured it; 0 before one. */
+  clockOffsetMs = 0;
   readonly #books = new Map<string, Books>();
   /** The config the books were last pruned for. */
   #booked: RoutingConfig | null = null;
@@ -154,8 +167,13 @@ export class SharedState implements SharedStateView {
     try {
       if (!this.#link.isReady) throw new Error('not connected');
       await this.#link.settle(COMMAND_TIMEOUT_MS);
-      const [pods] = await Promise.all([this.#eval<number>(REGISTER, PODS_KEY, [this.#pod, String(this.#now()), String(POD_TTL_MS)], COMMAND_TIMEOUT_MS), this.#link.pingMasters(COMMAND_TIMEOUT_MS)]);
+      const sent = this.#now();
+      const register = this.#eval<[number, string, string]>(REGISTER, PODS_KEY, [this.#pod, String(POD_TTL_MS)], COMMAND_TIMEOUT_MS).then((reply) => ({ reply, back: this.#now() }));
+      const [{ reply, back }] = await Promise.all([register, this.#link.pingMasters(COMMAND_TIMEOUT_MS)]);
       const ms = performance.now() - started;
+      const [pods, seconds, micros] = reply;
+      // Redis read its clock somewhere in the round trip: its middle is off by half the trip at most.
+      if (back - sent <= SLOW_PING_MS) this.clockOffsetMs = Number(seconds) * 1000 + Number(micros) / 1000 - (sent + back) / 2;
       this.pods = Math.max(1, Number(pods));
       this.#reached = true;
       this.#strikes = ms > SLOW_PING_MS ? this.#strikes + 1 : 0;
@@ -174,10 +192,12 @@ export class SharedState implements SharedStateView {
     const from = this.#aloneFrom;
     const now = this.#now();
     const windowMs = this.#windowMs();
+    // What the workers counted, in buckets of this pod's clock, goes to a bucket of the fleet's no earlier than its own.
+    const later = Math.ceil(this.clockOffsetMs / (windowMs / BUCKETS));
     for (const [id, slot] of this.#limited()) {
       if (from === null) continue;
-      const args: string[] = [String(this.#bucket(now)), String(WINDOW_BUCKETS)];
-      limits.countsSince(slot, from, now, windowMs, (bucket, requests, tokens) => args.push(String(bucket), String(Math.round(requests)), String(Math.round(tokens))));
+      const args: string[] = [String(this.#bucket(now + this.clockOffsetMs)), String(WINDOW_BUCKETS)];
+      limits.countsSince(slot, from, now, windowMs, (bucket, requests, tokens) => args.push(String(bucket + later), String(Math.round(requests)), String(Math.round(tokens))));
       if (args.length > 2) await this.#eval(ADD, windowKey(id), args, COMMAND_TIMEOUT_MS);
     }
     this.#aloneFrom = null;
@@ -219,10 +239,12 @@ export class SharedState implements SharedStateView {
   #budget(): void {
     const { limits } = this.#deps;
     const routing = this.#deps.routing();
-    const now = this.#now();
+    const local = this.#now();
+    const now = local + this.clockOffsetMs;
     const windowMs = routing.router.limitWindowMs;
     const width = windowMs / BUCKETS;
     const bucket = Math.floor(now / width);
+    const earlier = Math.floor(this.clockOffsetMs / width);
     // A reload that dropped a deployment (or its limits): its books go (what it held stays in Redis' window until it ages out).
     if (routing !== this.#booked && this.#books.size > 0) {
       const kept = new Set(routing.aliases.filter((route) => route.rpm > 0 || route.tpm > 0).map((route) => route.id));
@@ -243,7 +265,7 @@ export class SharedState implements SharedStateView {
       const back: string[] = [];
       if (books.refundedIn !== bucket) {
         books.refundedIn = bucket;
-        limits.drainRefunds(slot, now, windowMs, givingBack(back));
+        limits.drainRefunds(slot, local, windowMs, givingBack(back, earlier));
       }
       books.requests.observe(limits.requestCredit(slot));
       books.tokens.observe(limits.tokenCredit(slot));
@@ -254,18 +276,19 @@ export class SharedState implements SharedStateView {
       limits.setOverdraft(slot, route.rpm > 0 ? requestShare.overdraft : 0, route.tpm > 0 ? tokenShare.overdraft : 0);
       const wantRequests = route.rpm > 0 ? books.requests.want(requestShare.slice) : 0;
       const wantTokens = route.tpm > 0 ? books.tokens.want(tokenShare.slice) : 0;
-      if ((wantRequests > 0 || wantTokens > 0) && now >= books.nextDrawAt) void this.#draw(route.id, route.rpm, route.tpm, books, wantRequests, wantTokens, bucket, width, now);
+      if ((wantRequests > 0 || wantTokens > 0) && now >= books.nextDrawAt) void this.#draw(route.id, route.rpm, route.tpm, books, wantRequests, wantTokens, bucket, width, now, local);
     });
   }
 
-  async #draw(id: string, rpm: number, tpm: number, books: Books, wantRequests: number, wantTokens: number, bucket: number, width: number, now: number): Promise<void> {
+  /** `now` is the fleet's time, `local` the same instant by this pod's clock (the workers'). */
+  async #draw(id: string, rpm: number, tpm: number, books: Books, wantRequests: number, wantTokens: number, bucket: number, width: number, now: number, local: number): Promise<void> {
     books.requests.drawing = true;
     books.tokens.drawing = true;
     try {
       const reply = await this.#eval<[number, number, number]>(DRAW, windowKey(id), [String(bucket), String(WINDOW_BUCKETS), String(wantRequests), String(wantTokens), String(rpm), String(tpm), String(width), String(now)], DRAW_TIMEOUT_MS);
       const [requests, tokens, wait] = reply.map(Number) as [number, number, number];
       if (this.#books.get(id) !== books || this.state !== 'ok') return;
-      const spentUntil = wait > 0 ? now + wait : 0;
+      const spentUntil = wait > 0 ? local + wait : 0;
       this.#deps.limits.credit(books.slot, requests, tokens, spentUntil);
       books.requests.granted(bucket, now, requests);
       books.tokens.granted(bucket, now, tokens);
@@ -308,14 +331,15 @@ export class SharedState implements SharedStateView {
   }
 
   async #giveAllBack(): Promise<void> {
-    const now = this.#now();
-    const bucket = this.#bucket(now);
+    const local = this.#now();
+    const bucket = this.#bucket(local + this.clockOffsetMs);
+    const earlier = Math.floor(this.clockOffsetMs / (this.#windowMs() / BUCKETS));
     const sends: Array<Promise<unknown>> = [];
     for (const [id, books] of this.#books) {
       books.requests.observe(this.#deps.limits.requestCredit(books.slot));
       books.tokens.observe(this.#deps.limits.tokenCredit(books.slot));
       const back: string[] = [];
-      this.#deps.limits.drainRefunds(books.slot, now, this.#windowMs(), givingBack(back));
+      this.#deps.limits.drainRefunds(books.slot, local, this.#windowMs(), givingBack(back, earlier));
       this.#expire(books, Infinity, 0, back);
       if (back.length > 0) sends.push(this.#add(id, bucket, back));
     }
@@ -332,6 +356,9 @@ export class SharedState implements SharedStateView {
       const { states } = this.#deps;
       const routing = this.#deps.routing();
       const now = this.#now();
+      const offset = Math.round(this.clockOffsetMs);
+      const toFleet = (ms: number) => (ms > now ? ms + offset : 0);
+      const toLocal = (ms: number) => (ms > 0 ? ms - offset : 0);
       const lone = new Set<number>();
       for (const group of groupsOf(routing).values()) if (group.lone) lone.add(group.slots[0] as number);
       const bySlot = new Map<string, number>();
@@ -343,7 +370,8 @@ export class SharedState implements SharedStateView {
         const mine = `${cooldown}:${backoff}:${states.backoffStatus(slot)}`;
         if (this.#published.get(id) === mine) continue;
         this.#published.set(id, mine);
-        await this.#eval(COOL, COOLDOWNS_KEY, [id, String(cooldown), String(backoff), String(states.backoffStatus(slot)), String(now)], COMMAND_TIMEOUT_MS);
+        // In Redis, ends are in the fleet's time; an end already past (0) stays 0.
+        await this.#eval(COOL, COOLDOWNS_KEY, [id, String(toFleet(cooldown)), String(toFleet(backoff)), String(states.backoffStatus(slot)), String(now + offset)], COMMAND_TIMEOUT_MS);
       }
       const all = await this.#link.send<string[] | Record<string, string>>(COOLDOWNS_KEY, ['HGETALL', COOLDOWNS_KEY], COMMAND_TIMEOUT_MS);
       const entries = Array.isArray(all) ? pairs(all) : Object.entries(all);
@@ -351,7 +379,7 @@ export class SharedState implements SharedStateView {
         const slot = bySlot.get(id);
         const m = /^(\d+):(\d+):(\d+)$/.exec(value);
         if (slot === undefined || m === null) continue;
-        const [cooldown, backoff, status] = [Number(m[1]), Number(m[2]), Number(m[3])];
+        const [cooldown, backoff, status] = [toLocal(Number(m[1])), toLocal(Number(m[2])), Number(m[3])];
         // A lone deployment is never cooled (CONTRACT.md); its provider's back-off holds it all the same.
         if (cooldown > now && !lone.has(slot) && cooldown > states.cooldownUntil(slot)) states.coolUntil(slot, cooldown);
         if (backoff > now && backoff > states.backoffUntil(slot)) states.backOff(slot, backoff, status);
@@ -401,9 +429,12 @@ export class SharedState implements SharedStateView {
   }
 }
 
-/** What calls did not use, as drainRefunds hands it over, pushed on `back` as ADD's triples (taken off). */
-function givingBack(back: string[]): (bucket: number, requests: number, tokens: number) => void {
-  return (bucket, requests, tokens) => back.push(String(bucket), String(-Math.round(requests)), String(-Math.round(tokens)));
+/**
+ * What calls did not use, as drainRefunds hands it over (buckets of this pod's clock), pushed on `back` as ADD's
+ * triples (taken off), each moved by `shift` buckets into the fleet's time.
+ */
+function givingBack(back: string[], shift: number): (bucket: number, requests: number, tokens: number) => void {
+  return (bucket, requests, tokens) => back.push(String(bucket + shift), String(-Math.round(requests)), String(-Math.round(tokens)));
 }
 
 function pairs(flat: readonly string[]): Array<[string, string]> {

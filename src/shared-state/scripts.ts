@@ -6,7 +6,9 @@
  * tagged `{switchyard}`.
  *
  * The window (a hash per deployment): fields `r<bucket>` and `t<bucket>`
- * hold the calls and tokens granted in each bucket (Date.now / (window / B)),
+ * hold the calls and tokens granted in each bucket (the fleet's clock, Redis'
+ * own as REGISTER reads it, / (window / B): pods whose clocks disagree still
+ * name the same instant alike),
  * `gc` the oldest bucket not yet forgotten. A draw sums the last B + 1
  * buckets and grants what is left of the limit, up to what was asked, in
  * the current bucket; a give-back takes an amount off the bucket it names
@@ -100,15 +102,18 @@ return 1
 `;
 
 /**
- * REGISTER. KEYS[1] the pods. ARGV: this pod's id, now (ms), how long a pod counts unseen (ms).
- * Marks this pod seen, forgets the pods not seen for that long, returns how many are left. Sent
- * as the health ping: its round trip is what the pings time.
+ * REGISTER. KEYS[1] the pods. ARGV: this pod's id, how long a pod counts unseen (ms). Marks this
+ * pod seen, forgets the pods not seen for that long, both by Redis' own clock, and returns how
+ * many are left with that clock's reading ({pods, seconds, microseconds}, as TIME gives it): the
+ * fleet's clock, by which every pod names its buckets. Sent as the health ping: its round trip is
+ * what the pings time. (TIME before a write needs effects replication: Redis 5 and later.)
  */
 export const REGISTER = `
-local now = tonumber(ARGV[2])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('ZADD', KEYS[1], now, ARGV[1])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[3]))
-return redis.call('ZCARD', KEYS[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[2]))
+return {redis.call('ZCARD', KEYS[1]), t[1], t[2]}
 `;
 
 /**
