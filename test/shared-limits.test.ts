@@ -165,8 +165,9 @@ router_settings: { redis_url: "${redis.url}", limit_window: ${WINDOW_S} }
     }
   });
 
-  it('a cooldown one pod starts is honoured by every pod within 1 s', async () => {
-    const fleet = await startFleet({ pods: PODS, yaml: `
+  it('a cooldown one pod starts is honoured by every pod within 1 s, one of them with its clock 40 s ahead', async () => {
+    // Pod 2's clock is past the cooldown's end as pod 0 reckons it: read in its own time it would be over already.
+    const fleet = await startFleet({ pods: PODS, podEnv: (i) => (i === 2 ? skewedClockEnv(40_000) : {}), yaml: `
 model_list:${deploymentYaml('chat', up.at('east'))}${deploymentYaml('chat', up.at('west'))}
 router_settings: { redis_url: "${redis.url}", cooldown_time: 30, num_retries: 0 }
 ` });
