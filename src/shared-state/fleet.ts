@@ -193,7 +193,7 @@ export class SharedState implements SharedStateView {
     const now = this.#now();
     const windowMs = this.#windowMs();
     // What the workers counted, in buckets of this pod's clock, goes to a bucket of the fleet's no earlier than its own.
-    const later = Math.ceil(this.clockOffsetMs / (windowMs / BUCKETS));
+    const later = this.#offsetBuckets(Math.ceil);
     for (const [id, slot] of this.#limited()) {
       if (from === null) continue;
       const args: string[] = [String(this.#bucket(now + this.clockOffsetMs)), String(WINDOW_BUCKETS)];
@@ -244,7 +244,7 @@ export class SharedState implements SharedStateView {
     const windowMs = routing.router.limitWindowMs;
     const width = windowMs / BUCKETS;
     const bucket = Math.floor(now / width);
-    const earlier = Math.floor(this.clockOffsetMs / width);
+    const earlier = this.#offsetBuckets(Math.floor);
     // A reload that dropped a deployment (or its limits): its books go (what it held stays in Redis' window until it ages out).
     if (routing !== this.#booked && this.#books.size > 0) {
       const kept = new Set(routing.aliases.filter((route) => route.rpm > 0 || route.tpm > 0).map((route) => route.id));
@@ -333,7 +333,7 @@ export class SharedState implements SharedStateView {
   async #giveAllBack(): Promise<void> {
     const local = this.#now();
     const bucket = this.#bucket(local + this.clockOffsetMs);
-    const earlier = Math.floor(this.clockOffsetMs / (this.#windowMs() / BUCKETS));
+    const earlier = this.#offsetBuckets(Math.floor);
     const sends: Array<Promise<unknown>> = [];
     for (const [id, books] of this.#books) {
       books.requests.observe(this.#deps.limits.requestCredit(books.slot));
@@ -422,6 +422,14 @@ export class SharedState implements SharedStateView {
 
   #windowMs(): number {
     return this.#deps.routing().router.limitWindowMs;
+  }
+
+  /**
+   * The clock offset in buckets, rounded by `round`: what moves a bucket the workers counted by this pod's clock into
+   * the fleet's, to a bucket no later (Math.floor, for what goes back) or no earlier (Math.ceil, for what is added).
+   */
+  #offsetBuckets(round: (x: number) => number): number {
+    return round(this.clockOffsetMs / (this.#windowMs() / BUCKETS));
   }
 
   #bucket(now = this.#now()): number {
